@@ -1,0 +1,55 @@
+// Package validation checks Cardinal's plugin arguments. Every error carries
+// the field path of the offending value, so a bad scheduler configuration
+// fails start-up with a message that says where to look.
+package validation
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"cardinal.dev/cardinal/apis/config"
+)
+
+// maxUserPriority is the highest priority a user PriorityClass may have.
+const maxUserPriority = 1_000_000_000
+
+// ValidateCardinalGangArgs validates the gang plugin's args at path.
+func ValidateCardinalGangArgs(path *field.Path, args *config.CardinalGangArgs) error {
+	var errs field.ErrorList
+	if args.PermitWaitingTimeSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("permitWaitingTimeSeconds"), args.PermitWaitingTimeSeconds,
+			"must be greater than 0: a gang needs time at Permit for the rest of its min to be placed"))
+	}
+	if args.PodGroupBackoffSeconds < 0 {
+		errs = append(errs, field.Invalid(path.Child("podGroupBackoffSeconds"), args.PodGroupBackoffSeconds,
+			"must not be negative; use 0 for no backoff"))
+	}
+	return errs.ToAggregate()
+}
+
+// ValidateCardinalQueueArgs validates the queue plugin's args at path.
+func ValidateCardinalQueueArgs(path *field.Path, args *config.CardinalQueueArgs) error {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(args.DefaultQueue) {
+		errs = append(errs, field.Invalid(path.Child("defaultQueue"), args.DefaultQueue,
+			"must be a valid Queue name: "+msg))
+	}
+	return errs.ToAggregate()
+}
+
+// ValidateCardinalCardQuotaArgs validates the card quota plugin's args at path.
+// Every value of its one boolean is valid; the function exists so each plugin
+// validates its args the same way.
+func ValidateCardinalCardQuotaArgs(_ *field.Path, _ *config.CardinalCardQuotaArgs) error {
+	return nil
+}
+
+// ValidateCardinalPreemptionArgs validates the preemption plugin's args at path.
+func ValidateCardinalPreemptionArgs(path *field.Path, args *config.CardinalPreemptionArgs) error {
+	var errs field.ErrorList
+	if args.PreemptibleBelowPriority > maxUserPriority || args.PreemptibleBelowPriority < -maxUserPriority {
+		errs = append(errs, field.Invalid(path.Child("preemptibleBelowPriority"), args.PreemptibleBelowPriority,
+			"must be between -1000000000 and 1000000000, the range of user priorities"))
+	}
+	return errs.ToAggregate()
+}

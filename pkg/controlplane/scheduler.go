@@ -1,0 +1,79 @@
+package controlplane
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+
+	"sigs.k8s.io/yaml"
+)
+
+var schedulerSeq atomic.Int32
+
+// Scheduler is a running cardinal-scheduler process.
+type Scheduler struct {
+	*Process
+	// LogPath is the file the scheduler writes its log to.
+	LogPath string
+}
+
+// StartScheduler runs bin/cardinal-scheduler with the scheduler configuration
+// at configPath, as a user would, connected to this control plane as the
+// scheduler's service account. extraArgs are kube-scheduler flags.
+func (cp *ControlPlane) StartScheduler(configPath string, extraArgs ...string) (*Scheduler, error) {
+	n := schedulerSeq.Add(1)
+	kubeconfig, err := cp.WriteKubeconfig("scheduler.kubeconfig", true)
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(cp.Dir, fmt.Sprintf("scheduler-config-%d.yaml", n))
+	if err := withKubeconfig(configPath, kubeconfig, cfgPath); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(cp.Dir, fmt.Sprintf("scheduler-%d.log", n))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--config=" + cfgPath,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(ports[0]),
+	}, extraArgs...)
+	p, err := StartProcess(logFile, filepath.Join(cp.BinDir, "cardinal-scheduler"), args...)
+	if err != nil {
+		_ = logFile.Close()
+		return nil, err
+	}
+	return &Scheduler{Process: p, LogPath: logPath}, nil
+}
+
+// withKubeconfig copies the scheduler configuration at src to dst with
+// clientConnection.kubeconfig pointing at kubeconfig; nothing else changes.
+func withKubeconfig(src, kubeconfig, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	conn, _ := cfg["clientConnection"].(map[string]any)
+	if conn == nil {
+		conn = map[string]any{}
+	}
+	conn["kubeconfig"] = kubeconfig
+	cfg["clientConnection"] = conn
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, out, 0o600)
+}

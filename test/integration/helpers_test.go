@@ -1,0 +1,133 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"cardinal.dev/cardinal/pkg/controlplane"
+)
+
+const (
+	// waitTimeout bounds every wait for something that must happen.
+	waitTimeout = 60 * time.Second
+	// holdWindow is how long a test watches for something that must not happen.
+	holdWindow = 5 * time.Second
+	poll       = 100 * time.Millisecond
+)
+
+// startScheduler runs cardinal-scheduler with config/scheduler-config.yaml
+// for the rest of the test, and prints its log if the test fails.
+func startScheduler(t *testing.T, extraArgs ...string) *controlplane.Scheduler {
+	t.Helper()
+	s, err := env.cp.StartScheduler(env.configPath, extraArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			if log, err := os.ReadFile(s.LogPath); err == nil {
+				t.Logf("scheduler log (%s):\n%s", s.LogPath, tail(string(log), 200))
+			}
+		}
+	})
+	return s
+}
+
+func tail(s string, lines int) string {
+	all := strings.Split(s, "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// createNamespace makes a namespace for one test and deletes it afterwards.
+func createNamespace(t *testing.T, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := env.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+		_ = env.kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+func createNodes(t *testing.T, nodes ...*corev1.Node) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range nodes {
+		if _, err := env.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		name := n.Name
+		t.Cleanup(func() {
+			err := env.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func createPods(t *testing.T, pods ...*corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		if _, err := env.kube.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitBound waits until the named pods are all bound and returns their nodes.
+func waitBound(t *testing.T, ns string, names ...string) map[string]string {
+	t.Helper()
+	nodes := map[string]string{}
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			p, err := env.kube.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Spec.NodeName == "" {
+				return false, nil
+			}
+			nodes[n] = p.Spec.NodeName
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("pods %v of %s not all bound within %v (bound: %v): %v", names, ns, waitTimeout, nodes, err)
+	}
+	return nodes
+}
+
+// neverBound checks that none of the named pods is bound, over the whole hold window.
+func neverBound(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	deadline := time.Now().Add(holdWindow)
+	for time.Now().Before(deadline) {
+		for _, n := range names {
+			p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), n, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Spec.NodeName != "" {
+				t.Fatalf("pod %s/%s was bound to %s; it must stay Pending", ns, n, p.Spec.NodeName)
+			}
+		}
+		time.Sleep(poll)
+	}
+}

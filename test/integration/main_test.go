@@ -1,0 +1,63 @@
+// Package integration runs Cardinal as a user would: the cardinal-scheduler
+// binary with config/scheduler-config.yaml, against a real kube-apiserver and
+// etcd, installed from config/ exactly as `kubectl apply -k config/` does.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+
+	"cardinal.dev/cardinal/pkg/controlplane"
+	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
+)
+
+// env is the control plane shared by the package's tests. Each test works in
+// namespaces and on nodes of its own.
+var env struct {
+	cp         *controlplane.ControlPlane
+	kube       kubernetes.Interface
+	cardinal   cardinalclient.Interface
+	root       string
+	configPath string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	root, err := controlplane.ModuleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		return 1
+	}
+	defer cp.Stop()
+	env.cp, env.root = cp, root
+	env.configPath = filepath.Join(root, "config", "scheduler-config.yaml")
+	env.kube = kubernetes.NewForConfigOrDie(cp.Config())
+	env.cardinal = cardinalclient.NewForConfigOrDie(cp.Config())
+
+	objs, err := controlplane.KustomizeBuild(filepath.Join(root, "config"))
+	if err == nil {
+		var a *controlplane.Applier
+		if a, err = controlplane.NewApplier(cp.Config()); err == nil {
+			err = a.Apply(ctx, objs, false)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "installing config/:", err)
+		return 1
+	}
+	return m.Run()
+}
