@@ -1,0 +1,41 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"cardinal.dev/cardinal/apis/config"
+)
+
+func TestValidateArgs(t *testing.T) {
+	path := field.NewPath("pluginConfig").Key("P").Child("args")
+	tests := []struct {
+		name    string
+		err     error
+		wantErr string // empty: valid
+	}{
+		{"gang defaults", ValidateCardinalGangArgs(path, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10}), ""},
+		{"gang no backoff", ValidateCardinalGangArgs(path, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 1}), ""},
+		{"gang zero wait", ValidateCardinalGangArgs(path, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 0}), "pluginConfig[P].args.permitWaitingTimeSeconds: Invalid value: 0"},
+		{"gang negative backoff", ValidateCardinalGangArgs(path, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 5, PodGroupBackoffSeconds: -1}), "pluginConfig[P].args.podGroupBackoffSeconds: Invalid value: -1"},
+		{"queue default", ValidateCardinalQueueArgs(path, &config.CardinalQueueArgs{DefaultQueue: "default"}), ""},
+		{"queue bad name", ValidateCardinalQueueArgs(path, &config.CardinalQueueArgs{DefaultQueue: "Team A"}), "pluginConfig[P].args.defaultQueue: Invalid value: \"Team A\""},
+		{"queue empty name", ValidateCardinalQueueArgs(path, &config.CardinalQueueArgs{}), "pluginConfig[P].args.defaultQueue"},
+		{"card quota", ValidateCardinalCardQuotaArgs(path, &config.CardinalCardQuotaArgs{CardUnlimitedCPUMemory: true}), ""},
+		{"preemption default", ValidateCardinalPreemptionArgs(path, &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100}), ""},
+		{"preemption negative ok", ValidateCardinalPreemptionArgs(path, &config.CardinalPreemptionArgs{PreemptibleBelowPriority: -5}), ""},
+		{"preemption too high", ValidateCardinalPreemptionArgs(path, &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 2_000_000_000}), "pluginConfig[P].args.preemptibleBelowPriority"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			switch {
+			case tc.wantErr == "" && tc.err != nil:
+				t.Errorf("want valid, got %v", tc.err)
+			case tc.wantErr != "" && (tc.err == nil || !strings.Contains(tc.err.Error(), tc.wantErr)):
+				t.Errorf("want error containing %q, got %v", tc.wantErr, tc.err)
+			}
+		})
+	}
+}

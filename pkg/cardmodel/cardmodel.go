@@ -1,0 +1,164 @@
+// Package cardmodel finds the card models a node carries from what device
+// plugins and GPU feature discovery already publish (SPEC §1.4), and what a
+// pod placed there is charged in cards of each model (SPEC §4.1).
+//
+// Detection is a pure function of the Node; callers compute it when a node
+// changes and keep the result, never per Filter call.
+package cardmodel
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+const (
+	productSuffix = ".product"
+	migPrefix     = "nvidia.com/mig-"
+	// MPSResource is the shared-GPU resource of NVIDIA's MPS sharing.
+	MPSResource = corev1.ResourceName("nvidia.com/gpu.shared")
+	// MPSReplicasLabel is how many MPS replicas each card is split into.
+	MPSReplicasLabel = "nvidia.com/gpu.replicas"
+	// NVIDIAMemoryLabel is the memory of one card in MiB, as GPU feature discovery labels it.
+	NVIDIAMemoryLabel = "nvidia.com/gpu.memory"
+)
+
+// Card is one kind of card on a node: a model name and the resource whose
+// units are its cards.
+type Card struct {
+	// Model is the name quota is kept under, e.g. NVIDIA-H200,
+	// NVIDIA-H200/mig-1g.18gb-mixed or NVIDIA-L40S/mps-45g*1/4.
+	Model string
+	// Resource is the extended resource a pod requests to use this card.
+	Resource corev1.ResourceName
+	// Count is how many the node has allocatable.
+	Count int64
+}
+
+// Node is what a node carries: its product and its cards, whole and shared.
+type Node struct {
+	// Product is the node's card product, empty when it has none or it is unlabelled.
+	Product string
+	// Cards are sorted by Model.
+	Cards []Card
+	// Unlabelled lists card resources the node has that no product label names:
+	// they count only as plain resources, and the node deserves an event.
+	Unlabelled []corev1.ResourceName
+}
+
+// Detect reads a node's card models from its labels and allocatable.
+//
+// A whole card is resource <domain>/<type> with label <domain>/<type>.product;
+// MIG slices are resources nvidia.com/mig-<profile>, named
+// <product>/mig-<profile>-mixed; MPS shares are nvidia.com/gpu.shared with
+// label nvidia.com/gpu.replicas=N, named <product>/mps-<memGiB>g*1/<N>.
+// Other scalar resources are not cards.
+func Detect(node *corev1.Node) Node {
+	var out Node
+	products := map[string]string{} // "<domain>/<type>" -> product
+	for k, v := range node.Labels {
+		if base, ok := strings.CutSuffix(k, productSuffix); ok && strings.Contains(base, "/") && v != "" {
+			products[base] = v
+		}
+	}
+	nvidiaProduct := products["nvidia.com/gpu"]
+	out.Product = nvidiaProduct
+	for name, qty := range node.Status.Allocatable {
+		n := string(name)
+		count := qty.Value()
+		switch {
+		case strings.HasPrefix(n, migPrefix):
+			if nvidiaProduct == "" {
+				out.Unlabelled = append(out.Unlabelled, name)
+				continue
+			}
+			profile := strings.TrimPrefix(n, migPrefix)
+			out.Cards = append(out.Cards, Card{Model: nvidiaProduct + "/mig-" + profile + "-mixed", Resource: name, Count: count})
+		case name == MPSResource:
+			if nvidiaProduct == "" {
+				out.Unlabelled = append(out.Unlabelled, name)
+				continue
+			}
+			out.Cards = append(out.Cards, Card{Model: mpsModel(nvidiaProduct, node.Labels), Resource: name, Count: count})
+		default:
+			if p, ok := products[n]; ok {
+				out.Cards = append(out.Cards, Card{Model: p, Resource: name, Count: count})
+				if out.Product == "" {
+					out.Product = p
+				}
+			} else if isAcceleratorResource(n) {
+				out.Unlabelled = append(out.Unlabelled, name)
+			}
+		}
+	}
+	sort.Slice(out.Cards, func(i, j int) bool { return out.Cards[i].Model < out.Cards[j].Model })
+	sort.Slice(out.Unlabelled, func(i, j int) bool { return out.Unlabelled[i] < out.Unlabelled[j] })
+	return out
+}
+
+// mpsModel names an MPS share: <product>/mps-<memGiB>g*1/<replicas>, where
+// memGiB is one card's memory split across its replicas.
+func mpsModel(product string, labels map[string]string) string {
+	replicas, err := strconv.Atoi(labels[MPSReplicasLabel])
+	if err != nil || replicas < 1 {
+		replicas = 1
+	}
+	memMiB, _ := strconv.Atoi(labels[NVIDIAMemoryLabel])
+	return fmt.Sprintf("%s/mps-%dg*1/%d", product, memMiB/1024/replicas, replicas)
+}
+
+// isAcceleratorResource tells whether an extended resource looks like cards
+// that ought to carry a product label: the GPU and accelerator resources of
+// the common device plugins. RDMA, hugepages and the like are not.
+func isAcceleratorResource(name string) bool {
+	switch name {
+	case "nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe":
+		return true
+	}
+	return strings.HasPrefix(name, "huawei.com/Ascend")
+}
+
+// ModelOf returns the card model of resource on this node, or "".
+func (n Node) ModelOf(resource corev1.ResourceName) string {
+	for _, c := range n.Cards {
+		if c.Resource == resource {
+			return c.Model
+		}
+	}
+	return ""
+}
+
+// PodCards is what a pod placed on node uses, in cards per model. Requests of
+// resources that are not cards on that node are not counted.
+func (n Node) PodCards(pod *corev1.Pod) map[string]int64 {
+	var out map[string]int64
+	for _, c := range n.Cards {
+		if q := podRequest(pod, c.Resource); q > 0 {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[c.Model] += q
+		}
+	}
+	return out
+}
+
+// podRequest is the effective request of one extended resource: the larger of
+// the sum over containers and the largest init container.
+func podRequest(pod *corev1.Pod, name corev1.ResourceName) int64 {
+	var sum, initMax int64
+	for i := range pod.Spec.Containers {
+		if q, ok := pod.Spec.Containers[i].Resources.Requests[name]; ok {
+			sum += q.Value()
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if q, ok := pod.Spec.InitContainers[i].Resources.Requests[name]; ok && q.Value() > initMax {
+			initMax = q.Value()
+		}
+	}
+	return max(sum, initMax)
+}

@@ -1,0 +1,85 @@
+package cardmodel
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"cardinal.dev/cardinal/test/builder"
+)
+
+func TestDetect(t *testing.T) {
+	tests := []struct {
+		name string
+		node *corev1.Node
+		want Node
+	}{
+		{
+			name: "whole cards",
+			node: builder.MakeNode("n").GPU("NVIDIA-H200", 8).Res("rdma/hca", "4").Obj(),
+			want: Node{Product: "NVIDIA-H200", Cards: []Card{{Model: "NVIDIA-H200", Resource: "nvidia.com/gpu", Count: 8}}},
+		},
+		{
+			name: "MIG slices beside whole cards",
+			node: builder.MakeNode("n").GPU("NVIDIA-H200", 4).Res("nvidia.com/mig-1g.18gb", "7").Res("nvidia.com/mig-3g.71gb", "2").Obj(),
+			want: Node{Product: "NVIDIA-H200", Cards: []Card{
+				{Model: "NVIDIA-H200", Resource: "nvidia.com/gpu", Count: 4},
+				{Model: "NVIDIA-H200/mig-1g.18gb-mixed", Resource: "nvidia.com/mig-1g.18gb", Count: 7},
+				{Model: "NVIDIA-H200/mig-3g.71gb-mixed", Resource: "nvidia.com/mig-3g.71gb", Count: 2},
+			}},
+		},
+		{
+			name: "MPS shares",
+			node: builder.MakeNode("n").GPU("NVIDIA-L40S", 2).Res(MPSResource, "8").
+				Label(MPSReplicasLabel, "4").Label(NVIDIAMemoryLabel, "46068").Obj(),
+			want: Node{Product: "NVIDIA-L40S", Cards: []Card{
+				{Model: "NVIDIA-L40S", Resource: "nvidia.com/gpu", Count: 2},
+				{Model: "NVIDIA-L40S/mps-11g*1/4", Resource: MPSResource, Count: 8},
+			}},
+		},
+		{
+			name: "other vendor",
+			node: builder.MakeNode("n").Res("huawei.com/Ascend910", "8").Label("huawei.com/Ascend910.product", "Ascend-910B").Obj(),
+			want: Node{Product: "Ascend-910B", Cards: []Card{{Model: "Ascend-910B", Resource: "huawei.com/Ascend910", Count: 8}}},
+		},
+		{
+			name: "GPUs without a product label",
+			node: builder.MakeNode("n").Res("nvidia.com/gpu", "8").Res("nvidia.com/mig-1g.18gb", "2").Obj(),
+			want: Node{Unlabelled: []corev1.ResourceName{"nvidia.com/gpu", "nvidia.com/mig-1g.18gb"}},
+		},
+		{
+			name: "no cards at all",
+			node: builder.MakeNode("n").Res("hugepages-2Mi", "1Gi").Obj(),
+			want: Node{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Detect(tc.node)); diff != "" {
+				t.Errorf("Detect (-want, +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPodCards(t *testing.T) {
+	mig := Detect(builder.MakeNode("n").GPU("NVIDIA-H200", 4).Res("nvidia.com/mig-1g.18gb", "7").Obj())
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want map[string]int64
+	}{
+		{"whole cards", builder.MakePod("ns", "p").GPU(2).Obj(), map[string]int64{"NVIDIA-H200": 2}},
+		{"MIG slice", builder.MakePod("ns", "p").Req("nvidia.com/mig-1g.18gb", "1").Obj(), map[string]int64{"NVIDIA-H200/mig-1g.18gb-mixed": 1}},
+		{"cpu only", builder.MakePod("ns", "p").Req("cpu", "4").Obj(), nil},
+		{"resource the node lacks", builder.MakePod("ns", "p").Req("amd.com/gpu", "1").Obj(), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, mig.PodCards(tc.pod)); diff != "" {
+				t.Errorf("PodCards (-want, +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"cardinal.dev/cardinal/pkg/controlplane"
+)
+
+// TestConfigAppliesServerSide: everything `kubectl apply -k config/` would
+// send is accepted by the apiserver in a server-side dry run. TestMain has
+// already installed it for real; this checks again that every object
+// validates, on its own, against the live API.
+func TestConfigAppliesServerSide(t *testing.T) {
+	objs, err := controlplane.KustomizeBuild(filepath.Join(env.root, "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+	}
+	for _, k := range []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment"} {
+		if kinds[k] == 0 {
+			t.Errorf("config/ renders no %s", k)
+		}
+	}
+	a, err := controlplane.NewApplier(env.cp.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Apply(context.Background(), objs, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBadPluginArgsFailStartup: a bad plugin argument stops the scheduler at
+// start-up with the field's path in the message (SPEC §1.5).
+func TestBadPluginArgsFailStartup(t *testing.T) {
+	data, err := os.ReadFile(env.configPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(data), "permitWaitingTimeSeconds: 60", "permitWaitingTimeSeconds: -5", 1)
+	if bad == string(data) {
+		t.Fatal("config/scheduler-config.yaml no longer sets permitWaitingTimeSeconds: 60; update this test")
+	}
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := env.cp.StartScheduler(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	err = wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		return s.Exited() != nil, nil
+	})
+	if err != nil {
+		t.Fatal("scheduler with a negative permitWaitingTimeSeconds did not stop")
+	}
+	log, _ := os.ReadFile(s.LogPath)
+	want := "pluginConfig[CardinalGang].args.permitWaitingTimeSeconds"
+	if !strings.Contains(string(log), want) {
+		t.Errorf("start-up error does not name %s; log:\n%s", want, tail(string(log), 20))
+	}
+}
