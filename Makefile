@@ -1,0 +1,69 @@
+# Cardinal's build. Everything it needs comes from the Go module graph:
+# kube-apiserver and etcd for the test control plane, and the code generators,
+# are go.mod tool directives built into bin/.
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+export CARDINAL_BIN_DIR := $(BIN)
+
+GEN_TOOLS := controller-gen conversion-gen defaulter-gen client-gen lister-gen informer-gen
+TOOL_PKG_controller-gen  := sigs.k8s.io/controller-tools/cmd/controller-gen
+TOOL_PKG_conversion-gen  := k8s.io/code-generator/cmd/conversion-gen
+TOOL_PKG_defaulter-gen   := k8s.io/code-generator/cmd/defaulter-gen
+TOOL_PKG_client-gen      := k8s.io/code-generator/cmd/client-gen
+TOOL_PKG_lister-gen      := k8s.io/code-generator/cmd/lister-gen
+TOOL_PKG_informer-gen    := k8s.io/code-generator/cmd/informer-gen
+TOOL_PKG_kube-apiserver  := k8s.io/kubernetes/cmd/kube-apiserver
+TOOL_PKG_etcd            := go.etcd.io/etcd/server/v3
+
+# Integration tests: the control plane and the scheduler binary.
+CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/cardinal-scheduler
+
+.PHONY: all build demo test unit integration generate verify-generate bench tools clean
+
+all: build
+
+## build: write bin/cardinal-scheduler
+build: $(BIN)/cardinal-scheduler
+
+# Go decides what is stale; the phony dependency makes make ask it every time.
+.PHONY: FORCE
+$(BIN)/cardinal-scheduler: FORCE
+	$(GO) build -o $@ ./cmd/scheduler
+
+$(BIN)/kube-apiserver $(BIN)/etcd: go.mod go.sum
+	$(GO) build -o $@ $(TOOL_PKG_$(notdir $@))
+
+$(addprefix $(BIN)/,$(GEN_TOOLS)): go.mod go.sum
+	$(GO) build -o $@ $(TOOL_PKG_$(notdir $@))
+
+tools: $(addprefix $(BIN)/,$(GEN_TOOLS)) $(BIN)/kube-apiserver $(BIN)/etcd
+
+## demo: the scheduler on a local control plane with simulated GPU nodes and example workloads
+##       (NODES=file and WORKLOADS=a.yaml,b.yaml to use your own)
+demo: $(CONTROL_PLANE)
+	$(GO) run ./cmd/demo $(if $(NODES),--nodes $(NODES)) $(if $(WORKLOADS),--workloads $(WORKLOADS))
+
+## test: generated files are current, unit tests with -race, then integration tests on a real control plane
+test: verify-generate unit integration
+
+unit:
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/integration)
+
+integration: $(CONTROL_PLANE)
+	$(GO) test -count=1 -timeout 30m ./test/integration/...
+
+## generate: regenerate deepcopy, conversion, defaults, clients and CRDs
+generate: $(addprefix $(BIN)/,$(GEN_TOOLS))
+	BIN=$(BIN) hack/update-codegen.sh
+
+## verify-generate: fail if generated files differ from what the generators write
+verify-generate: $(addprefix $(BIN)/,$(GEN_TOOLS))
+	BIN=$(BIN) hack/verify-codegen.sh
+
+## bench: benchmarks (Go benchmarks of Cardinal's packages)
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./pkg/...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,119 @@
+// Command demo shows Cardinal scheduling real workloads: it starts a control
+// plane (etcd and kube-apiserver), installs config/ as `kubectl apply -k`
+// would, creates simulated GPU nodes, runs cardinal-scheduler with
+// config/scheduler-config.yaml, applies the example workloads, plays the
+// kubelet for bound pods, and prints where everything went.
+//
+//	go run ./cmd/demo --nodes examples/nodes.yaml --workloads examples/queues.yaml,examples/gang.yaml
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"cardinal.dev/cardinal/pkg/controlplane"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	root, err := controlplane.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	ex := func(f string) string { return filepath.Join(root, "examples", f) }
+	nodes := flag.String("nodes", ex("nodes.yaml"), "YAML file of the simulated nodes")
+	workloads := flag.String("workloads", strings.Join([]string{ex("namespaces.yaml"), ex("queues.yaml"), ex("gang.yaml"), ex("pods.yaml")}, ","),
+		"comma-separated YAML files applied in order (namespaces, queues, PodGroups, pods...)")
+	schedConfig := flag.String("config", filepath.Join(root, "config", "scheduler-config.yaml"), "scheduler configuration")
+	settle := flag.Duration("settle", 8*time.Second, "how long nothing may change before the placement is reported")
+	hold := flag.Bool("hold", false, "keep the control plane running after the report, until interrupted")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	step := func(format string, args ...any) {
+		fmt.Printf("[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+
+	step("starting etcd and kube-apiserver")
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	applier, err := controlplane.NewApplier(cp.Config())
+	if err != nil {
+		return err
+	}
+
+	step("installing config/ (CRDs, RBAC, scheduler configuration)")
+	objs, err := controlplane.KustomizeBuild(filepath.Join(root, "config"))
+	if err != nil {
+		return err
+	}
+	if err := applier.Apply(ctx, objs, false); err != nil {
+		return err
+	}
+
+	step("creating nodes from %s", *nodes)
+	nodeObjs, err := controlplane.ReadManifests(*nodes)
+	if err != nil {
+		return err
+	}
+	if err := applier.Apply(ctx, nodeObjs, false); err != nil {
+		return err
+	}
+
+	step("starting cardinal-scheduler with %s", *schedConfig)
+	sched, err := cp.StartScheduler(*schedConfig, "--v=2")
+	if err != nil {
+		return err
+	}
+	defer sched.Stop()
+
+	files := strings.Split(*workloads, ",")
+	step("applying %s", strings.Join(files, ", "))
+	workObjs, err := controlplane.ReadManifests(files...)
+	if err != nil {
+		return err
+	}
+	if err := applier.Apply(ctx, workObjs, false); err != nil {
+		return err
+	}
+
+	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	step("waiting for placements to settle (kubelet simulated: bound pods are marked Running)")
+	if err := settlePods(ctx, kube, sched, *settle); err != nil {
+		return fmt.Errorf("%w (scheduler log: %s)", err, sched.LogPath)
+	}
+	step("done")
+	fmt.Println()
+	if err := report(ctx, os.Stdout, cp.Config()); err != nil {
+		return err
+	}
+	if *hold {
+		kubeconfig, err := cp.WriteKubeconfig("admin.kubeconfig", false)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\nThe control plane keeps running. Try:\n  kubectl --kubeconfig %s get queues,podgroups,pods -A\nScheduler log: %s\nPress Ctrl-C to stop.\n", kubeconfig, sched.LogPath)
+		<-ctx.Done()
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/cardmodel"
+	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
+	"cardinal.dev/cardinal/pkg/workload"
+)
+
+// report prints each Cardinal pod's queue, node and card model, then each
+// queue's use of each card model against its quota, counted from bound pods.
+func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	cards := map[string]cardmodel.Node{}
+	for i := range nodes.Items {
+		cards[nodes.Items[i].Name] = cardmodel.Detect(&nodes.Items[i])
+	}
+	nsLabels, err := namespaceLabels(ctx, kube)
+	if err != nil {
+		return err
+	}
+	pgLabels, err := podGroupLabels(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	pods, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	sort.Slice(pods.Items, func(i, j int) bool {
+		a, b := pods.Items[i], pods.Items[j]
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+
+	used := map[string]map[string]int64{} // queue -> model -> cards
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POD\tQUEUE\tNODE\tCARD MODEL\tCARDS\tSTATUS")
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.SchedulerName != "cardinal-scheduler" {
+			continue
+		}
+		pg := pgLabels[p.Namespace+"/"+p.Labels["scheduling.x-k8s.io/pod-group"]]
+		queue := workload.QueueName(pg, p.Labels, nsLabels[p.Namespace], v1alpha1.DefaultQueueName)
+		node, model, count, status := "-", "-", "-", string(p.Status.Phase)
+		if p.Spec.NodeName == "" {
+			status = "Pending: " + unschedulableMessage(p)
+		} else {
+			node = p.Spec.NodeName
+			var models []string
+			var counts []string
+			for m, n := range cards[node].PodCards(p) {
+				models = append(models, m)
+				counts = append(counts, fmt.Sprint(n))
+				if used[queue] == nil {
+					used[queue] = map[string]int64{}
+				}
+				used[queue][m] += n
+			}
+			if len(models) > 0 {
+				model, count = strings.Join(models, ","), strings.Join(counts, ",")
+			}
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, queue, node, model, count, status)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return reportQueues(ctx, w, cfg, used)
+}
+
+// reportQueues prints, per queue and card model, the cards bound pods use
+// against the queue's guarantee and capability.
+func reportQueues(ctx context.Context, w io.Writer, cfg *rest.Config, used map[string]map[string]int64) error {
+	queues, err := cardinalclient.NewForConfigOrDie(cfg).SchedulingV1alpha1().Queues().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tCARD MODEL\tIN USE\tGUARANTEE\tCAPABILITY")
+	for _, q := range queues.Items {
+		seen := map[string]bool{}
+		for _, c := range q.Spec.Cards {
+			seen[c.Name] = true
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", q.Name, c.Name, used[q.Name][c.Name], c.Guarantee, c.EffectiveCapability())
+		}
+		var extra []string
+		for m := range used[q.Name] {
+			if !seen[m] {
+				extra = append(extra, m)
+			}
+		}
+		sort.Strings(extra)
+		for _, m := range extra {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t-\t- (no quota for this model)\n", q.Name, m, used[q.Name][m])
+		}
+	}
+	return tw.Flush()
+}
+
+func unschedulableMessage(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+			return c.Message
+		}
+	}
+	return "not scheduled yet"
+}
+
+func namespaceLabels(ctx context.Context, kube kubernetes.Interface) (map[string]map[string]string, error) {
+	list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]string{}
+	for _, ns := range list.Items {
+		out[ns.Name] = ns.Labels
+	}
+	return out, nil
+}
+
+// podGroupLabels maps namespace/name of each PodGroup to its labels.
+func podGroupLabels(ctx context.Context, cfg *rest.Config) (map[string]map[string]string, error) {
+	list, err := pgclient.NewForConfigOrDie(cfg).SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]string{}
+	for _, pg := range list.Items {
+		out[pg.Namespace+"/"+pg.Name] = pg.Labels
+	}
+	return out, nil
+}
