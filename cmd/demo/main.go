@@ -37,7 +37,7 @@ func run() error {
 	}
 	ex := func(f string) string { return filepath.Join(root, "examples", f) }
 	nodes := flag.String("nodes", ex("nodes.yaml"), "YAML file of the simulated nodes")
-	workloads := flag.String("workloads", strings.Join([]string{ex("namespaces.yaml"), ex("queues.yaml"), ex("gang.yaml"), ex("pods.yaml")}, ","),
+	workloads := flag.String("workloads", strings.Join([]string{ex("namespaces.yaml"), ex("queues.yaml"), ex("gang.yaml"), ex("elastic.yaml"), ex("pods.yaml")}, ","),
 		"comma-separated YAML files applied in order (namespaces, queues, PodGroups, pods...)")
 	schedConfig := flag.String("config", filepath.Join(root, "config", "scheduler-config.yaml"), "scheduler configuration")
 	settle := flag.Duration("settle", 8*time.Second, "how long nothing may change before the placement is reported")

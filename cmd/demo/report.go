@@ -61,7 +61,7 @@ func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 		queue := workload.QueueName(pg, p.Labels, nsLabels[p.Namespace], v1alpha1.DefaultQueueName)
 		node, model, count, status := "-", "-", "-", string(p.Status.Phase)
 		if p.Spec.NodeName == "" {
-			status = "Pending: " + unschedulableMessage(p)
+			status = "Pending: " + shorten(unschedulableMessage(p), 110)
 		} else {
 			node = p.Spec.NodeName
 			var models []string
@@ -84,7 +84,29 @@ func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	if err := reportGangs(ctx, w, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
 	return reportQueues(ctx, w, cfg, used)
+}
+
+// reportGangs prints each PodGroup's phase, as Cardinal keeps it.
+func reportGangs(ctx context.Context, w io.Writer, cfg *rest.Config) error {
+	list, err := pgclient.NewForConfigOrDie(cfg).SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PODGROUP\tMIN\tSCHEDULED\tPHASE\tWAITING")
+	for _, pg := range list.Items {
+		waiting := shorten(pg.Annotations["cardinal.dev/waiting-reason"], 110)
+		if waiting == "" {
+			waiting = "-"
+		}
+		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%s\t%s\n", pg.Namespace, pg.Name, pg.Spec.MinMember, pg.Annotations["cardinal.dev/scheduled"], pg.Status.Phase, waiting)
+	}
+	return tw.Flush()
 }
 
 // reportQueues prints, per queue and card model, the cards bound pods use
@@ -148,4 +170,12 @@ func podGroupLabels(ctx context.Context, cfg *rest.Config) (map[string]map[strin
 		out[pg.Namespace+"/"+pg.Name] = pg.Labels
 	}
 	return out, nil
+}
+
+// shorten keeps a table readable; kubectl describe shows the whole message.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }

@@ -1,34 +1,58 @@
-// Package coscheduling is Cardinal's gang plugin: all-or-nothing gangs with
-// elastic [min, max] jobs (SPEC §1.2, §2).
 package coscheduling
 
 import (
 	"context"
 	"fmt"
+	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
+	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/config"
 	"cardinal.dev/cardinal/apis/config/validation"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/podgroupstatus"
 )
 
 // Name is the plugin's name in the registry and in scheduler configurations.
 const Name = "CardinalGang"
 
+// PodGroupLabel is the label with which pods join a scheduler-plugins
+// PodGroup; Cardinal reads it unchanged (SPEC §1.2).
+const PodGroupLabel = schedv1alpha1.PodGroupLabel
+
 // Plugin is the CardinalGang scheduler plugin.
 type Plugin struct {
-	handle fwk.Handle
-	args   config.CardinalGangArgs
+	handle      fwk.Handle
+	clock       clock.WithDelayedExecution
+	permitWait  time.Duration
+	backoff     time.Duration
+	mgr         *manager
+	podGroups   pglisters.PodGroupLister
+	schedulerOf string
 }
 
-var _ fwk.PreFilterPlugin = &Plugin{}
+var (
+	_ fwk.QueueSortPlugin   = &Plugin{}
+	_ fwk.PreEnqueuePlugin  = &Plugin{}
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.PermitPlugin      = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+)
 
-// New checks and validates the plugin's args, then builds the plugin.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// New checks and validates the plugin's args, then builds the plugin and
+// starts the PodGroup informer it reads gangs from.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*config.CardinalGangArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type CardinalGangArgs, got %T", obj)
@@ -36,20 +60,107 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err := validation.ValidateCardinalGangArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	return &Plugin{handle: h, args: *args}, nil
+	client, err := pgclient.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
+	factory := pginformers.NewSharedInformerFactory(client, 0)
+	pgInformer := factory.Scheduling().V1alpha1().PodGroups()
+	p := newPlugin(h, clock.RealClock{}, args, pgInformer.Lister())
+	if _, err := pgInformer.Informer().AddEventHandler(p.podGroupHandler()); err != nil {
+		return nil, err
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(p.podHandler()); err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := podgroupstatus.Start(ctx, h.KubeConfig(), h.ProfileName()); err != nil {
+			klog.FromContext(ctx).Error(err, "PodGroup status controller stopped")
+		}
+	}()
+	factory.Start(ctx.Done())
+	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return nil, fmt.Errorf("cache of %v did not sync", typ)
+		}
+	}
+	return p, nil
+}
+
+func newPlugin(h fwk.Handle, clk clock.WithDelayedExecution, args *config.CardinalGangArgs, podGroups pglisters.PodGroupLister) *Plugin {
+	backoff := time.Duration(args.PodGroupBackoffSeconds) * time.Second
+	return &Plugin{
+		handle:      h,
+		clock:       clk,
+		permitWait:  time.Duration(args.PermitWaitingTimeSeconds) * time.Second,
+		backoff:     backoff,
+		mgr:         newManager(clk, backoff),
+		podGroups:   podGroups,
+		schedulerOf: h.ProfileName(),
+	}
 }
 
 // Name returns the plugin's name.
 func (p *Plugin) Name() string { return Name }
 
-// PreFilter has nothing to check yet and skips the plugin for this pod.
-func (p *Plugin) PreFilter(context.Context, fwk.CycleState, *v1.Pod, []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	return nil, fwk.NewStatus(fwk.Skip)
+// activate moves pods back to the active queue; called outside the manager's lock.
+func (p *Plugin) activate(pods map[string]*corev1.Pod) {
+	if len(pods) > 0 {
+		p.handle.Activate(klog.Background(), pods)
+	}
 }
 
-// PreFilterExtensions returns nil: the plugin keeps no per-cycle state yet.
-func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+func (p *Plugin) ours(obj any) (*corev1.Pod, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	return pod, ok && pod.Spec.SchedulerName == p.schedulerOf
+}
 
-// PodGroupLabel is the label with which pods join a scheduler-plugins
-// PodGroup; Cardinal reads it unchanged (SPEC §1.2).
-const PodGroupLabel = schedv1alpha1.PodGroupLabel
+func (p *Plugin) podHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := p.ours(obj); ok {
+				p.activate(p.mgr.upsertPod(pod))
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if pod, ok := p.ours(obj); ok {
+				p.activate(p.mgr.upsertPod(pod))
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if pod, ok := p.ours(obj); ok {
+				p.activate(p.mgr.deletePod(pod))
+			}
+		},
+	}
+}
+
+func (p *Plugin) podGroupHandler() cache.ResourceEventHandler {
+	pg := func(obj any) (*schedv1alpha1.PodGroup, bool) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		g, ok := obj.(*schedv1alpha1.PodGroup)
+		return g, ok
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if g, ok := pg(obj); ok {
+				p.activate(p.mgr.upsertPodGroup(g))
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if g, ok := pg(obj); ok {
+				p.activate(p.mgr.upsertPodGroup(g))
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if g, ok := pg(obj); ok {
+				p.activate(p.mgr.deletePodGroup(g))
+			}
+		},
+	}
+}

@@ -24,7 +24,7 @@ func TestPluginsCheckTheirArgs(t *testing.T) {
 		args    runtime.Object
 		wantErr string
 	}{
-		{"gang valid", coscheduling.New, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60}, ""},
+		{"gang negative backoff", coscheduling.New, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: -1}, "pluginConfig[CardinalGang].args.podGroupBackoffSeconds"},
 		{"gang invalid", coscheduling.New, &config.CardinalGangArgs{}, "pluginConfig[CardinalGang].args.permitWaitingTimeSeconds"},
 		{"gang wrong type", coscheduling.New, &config.CardinalQueueArgs{}, "want args of type CardinalGangArgs"},
 		{"queue valid", elasticquota.New, &config.CardinalQueueArgs{DefaultQueue: "default"}, ""},

@@ -1,0 +1,398 @@
+package coscheduling
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	framework "k8s.io/kubernetes/pkg/scheduler/framework"
+	testingclock "k8s.io/utils/clock/testing"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/config"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// fakeHandle is the part of the framework handle the plugin uses: waiting
+// pods, Activate and events. Anything else panics.
+type fakeHandle struct {
+	fwk.Handle
+	mu        sync.Mutex
+	waiting   map[types.UID]*fakeWaitingPod
+	activated []string
+	events    []string
+}
+
+func (h *fakeHandle) ProfileName() string { return builder.SchedulerName }
+func (h *fakeHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if wp, ok := h.waiting[uid]; ok {
+		return wp
+	}
+	return nil
+}
+func (h *fakeHandle) IterateOverWaitingPods(f func(fwk.WaitingPod)) {
+	h.mu.Lock()
+	var wps []*fakeWaitingPod
+	for _, wp := range h.waiting {
+		wps = append(wps, wp)
+	}
+	h.mu.Unlock()
+	for _, wp := range wps {
+		f(wp)
+	}
+}
+func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range pods {
+		h.activated = append(h.activated, k)
+	}
+	sort.Strings(h.activated)
+}
+func (h *fakeHandle) EventRecorder() events.EventRecorderLogger { return &fakeRecorder{h: h} }
+
+func (h *fakeHandle) takeActivated() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.activated
+	h.activated = nil
+	return out
+}
+
+type fakeRecorder struct {
+	events.EventRecorderLogger
+	h *fakeHandle
+}
+
+func (r *fakeRecorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
+	ref := regarding.(*corev1.ObjectReference)
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	r.h.events = append(r.h.events, fmt.Sprintf("%s %s/%s %s: %s", eventtype, ref.Kind, ref.Name, reason, fmt.Sprintf(note, args...)))
+}
+
+type fakeWaitingPod struct {
+	pod      *corev1.Pod
+	allowed  bool
+	rejected string
+}
+
+func (w *fakeWaitingPod) GetPod() *corev1.Pod                  { return w.pod }
+func (w *fakeWaitingPod) GetPendingPlugins() []string          { return []string{Name} }
+func (w *fakeWaitingPod) Allow(string)                         { w.allowed = true }
+func (w *fakeWaitingPod) Reject(_, msg string) bool            { w.rejected = msg; return true }
+func (w *fakeWaitingPod) Preempt(_, msg string) bool           { w.rejected = msg; return true }
+func (h *fakeHandle) wait(p *corev1.Pod)                       { h.waiting[p.UID] = &fakeWaitingPod{pod: p} }
+func (h *fakeHandle) waitingPod(p *corev1.Pod) *fakeWaitingPod { return h.waiting[p.UID] }
+
+type fixture struct {
+	t     *testing.T
+	nodes []fwk.NodeInfo
+	clock *testingclock.FakeClock
+	h     *fakeHandle
+	p     *Plugin
+}
+
+func newFixture(t *testing.T) *fixture {
+	clk := testingclock.NewFakeClock(t0)
+	h := &fakeHandle{waiting: map[types.UID]*fakeWaitingPod{}}
+	p := newPlugin(h, clk, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10},
+		pglisters.NewPodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})))
+	ni := framework.NewNodeInfo()
+	ni.SetNode(builder.MakeNode("node").GPU("NVIDIA-H200", 8).Obj())
+	return &fixture{t: t, clock: clk, h: h, p: p, nodes: []fwk.NodeInfo{ni}}
+}
+
+// gang adds a PodGroup and n pods of it, and returns the pods.
+func (f *fixture) gang(name string, minMember int32, n int, created time.Time) []*corev1.Pod {
+	f.p.mgr.upsertPodGroup(&schedv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(created)},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
+	})
+	var pods []*corev1.Pod
+	for i := range n {
+		pod := builder.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Label(PodGroupLabel, name).Obj()
+		pod.UID = types.UID(pod.Name)
+		f.p.mgr.upsertPod(pod)
+		pods = append(pods, pod)
+	}
+	return pods
+}
+
+// schedule runs a pod through PreFilter, Reserve and Permit as the framework
+// would for a pod that fits, and returns Permit's code (or PreFilter's on failure).
+func (f *fixture) schedule(pod *corev1.Pod) (fwk.Code, fwk.CycleState) {
+	ctx := context.Background()
+	cs := framework.NewCycleState()
+	if _, s := f.p.PreFilter(ctx, cs, pod, f.nodes); !s.IsSuccess() {
+		return s.Code(), cs
+	}
+	f.p.Reserve(ctx, cs, pod, "node")
+	s, timeout := f.p.Permit(ctx, cs, pod, "node")
+	if s.Code() == fwk.Wait {
+		if timeout != 60*time.Second {
+			f.t.Errorf("Permit timeout %v, want the configured 60s", timeout)
+		}
+		f.h.wait(pod)
+	}
+	return s.Code(), cs
+}
+
+func TestPreEnqueue(t *testing.T) {
+	f := newFixture(t)
+	pods := f.gang("train", 3, 2, t0)
+	orphan := builder.MakePod("ns", "orphan").Label(PodGroupLabel, "missing").Obj()
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		wantMsg string
+	}{
+		{"pod without a gang", builder.MakePod("ns", "single").Obj(), ""},
+		{"PodGroup missing", orphan, "PodGroup ns/missing not found: create it, or remove the label scheduling.x-k8s.io/pod-group from the pod"},
+		{"fewer than min pods", pods[0], "gang ns/train has 2 of its minMember 3 pods; waiting for 1 more"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := f.p.PreEnqueue(context.Background(), tc.pod)
+			if got := s.Message(); got != tc.wantMsg {
+				t.Errorf("PreEnqueue message %q, want %q", got, tc.wantMsg)
+			}
+		})
+	}
+	// The third pod completes the gang: all its pods are woken and admitted.
+	third := builder.MakePod("ns", "train-2").Label(PodGroupLabel, "train").Obj()
+	third.UID = "train-2"
+	f.p.activate(f.p.mgr.upsertPod(third))
+	if diff := cmp.Diff([]string{"ns/train-0", "ns/train-1", "ns/train-2"}, f.h.takeActivated()); diff != "" {
+		t.Errorf("activated (-want, +got):\n%s", diff)
+	}
+	if s := f.p.PreEnqueue(context.Background(), pods[0]); !s.IsSuccess() {
+		t.Errorf("PreEnqueue with min pods: %v", s)
+	}
+}
+
+func TestPermitWaitsForMinThenAllowsAll(t *testing.T) {
+	f := newFixture(t)
+	pods := f.gang("train", 3, 4, t0)
+	for i, want := range []fwk.Code{fwk.Wait, fwk.Wait, fwk.Success, fwk.Success} {
+		if got, _ := f.schedule(pods[i]); got != want {
+			t.Fatalf("pod %d: Permit %v, want %v", i, got, want)
+		}
+	}
+	for i := range 2 {
+		if !f.h.waitingPod(pods[i]).allowed {
+			t.Errorf("pod %d waiting at Permit was not allowed when min was reached", i)
+		}
+	}
+}
+
+func TestPermitTimeoutReleasesTheGang(t *testing.T) {
+	f := newFixture(t)
+	pods := f.gang("train", 3, 3, t0)
+	_, cs0 := f.schedule(pods[0])
+	f.schedule(pods[1])
+
+	// The framework rejects pods[0] when its Permit wait times out, then unreserves it.
+	f.p.Unreserve(context.Background(), cs0, pods[0], "node")
+	if wp := f.h.waitingPod(pods[1]); wp.rejected == "" {
+		t.Error("the sibling waiting at Permit was not rejected: it would keep its node")
+	}
+	if v := f.p.mgr.view("ns/train"); v.placed != 1 {
+		t.Errorf("placed = %d after one unreserve, want 1 (the rejected sibling unreserves itself)", v.placed)
+	}
+	if len(f.h.events) != 1 {
+		t.Errorf("want one GangUnschedulable event, got %v", f.h.events)
+	}
+
+	// During backoff no member is tried.
+	if code, _ := f.schedule(pods[2]); code != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("PreFilter during backoff: %v, want UnschedulableAndUnresolvable", code)
+	}
+	f.clock.Step(9 * time.Second)
+	if got := f.h.takeActivated(); len(got) != 0 {
+		t.Errorf("pods woken before the backoff ended: %v", got)
+	}
+	f.clock.Step(2 * time.Second)
+	if got := f.h.takeActivated(); len(got) == 0 {
+		t.Error("the gang's pods were not woken when its backoff ended")
+	}
+	if code, _ := f.schedule(pods[2]); code == fwk.UnschedulableAndUnresolvable {
+		t.Error("PreFilter still refuses after the backoff")
+	}
+}
+
+func TestPostFilterRejectsWaitingMembersAndElasticNeverPreempts(t *testing.T) {
+	f := newFixture(t)
+	pods := f.gang("train", 2, 4, t0)
+	f.schedule(pods[0])
+
+	cs := framework.NewCycleState()
+	if _, s := f.p.PreFilter(context.Background(), cs, pods[1], f.nodes); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	_, s := f.p.PostFilter(context.Background(), cs, pods[1], nil)
+	if s.Code() != fwk.Unschedulable {
+		t.Errorf("PostFilter of a min member: %v", s)
+	}
+	if f.h.waitingPod(pods[0]).rejected == "" {
+		t.Error("PostFilter did not make the waiting member give back its node")
+	}
+
+	// A gang at min: its next pod is elastic and must never preempt.
+	g := newFixture(t)
+	gp := g.gang("el", 1, 2, t0)
+	g.schedule(gp[0])
+	g.p.mgr.upsertPod(bound(gp[0]))
+	cs = framework.NewCycleState()
+	if _, s := g.p.PreFilter(context.Background(), cs, gp[1], g.nodes); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if _, s := g.p.PostFilter(context.Background(), cs, gp[1], nil); s.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("PostFilter of an elastic pod: %v, want UnschedulableAndUnresolvable (no preemption)", s)
+	}
+}
+
+func TestOneGangAssembledAtATime(t *testing.T) {
+	f := newFixture(t)
+	a := f.gang("a", 2, 2, t0)
+	b := f.gang("b", 2, 2, t0.Add(time.Second))
+	f.schedule(a[0])
+	if code, _ := f.schedule(b[0]); code != fwk.Unschedulable {
+		t.Fatalf("a min member of b was tried while a was being placed: %v", code)
+	}
+	if code, _ := f.schedule(a[1]); code != fwk.Success {
+		t.Fatalf("a's last min member: %v", code)
+	}
+	if diff := cmp.Diff([]string{"ns/b-0"}, f.h.takeActivated()); diff != "" {
+		t.Errorf("woken when a completed (-want, +got):\n%s", diff)
+	}
+	if code, _ := f.schedule(b[0]); code != fwk.Wait {
+		t.Errorf("b after a completed: %v, want Wait", code)
+	}
+}
+
+func TestElasticWaitsForOtherGangsMin(t *testing.T) {
+	f := newFixture(t)
+	a := f.gang("a", 1, 3, t0)
+	b := f.gang("b", 2, 2, t0.Add(time.Second))
+	f.schedule(a[0]) // a reaches its min of 1
+	if code, _ := f.schedule(a[1]); code != fwk.Unschedulable {
+		t.Fatalf("a's elastic pod was tried while b still needs its min: %v", code)
+	}
+	f.schedule(b[0])
+	f.schedule(b[1])
+	if diff := cmp.Diff([]string{"ns/a-1"}, f.h.takeActivated()); diff != "" {
+		t.Errorf("woken when b reached min (-want, +got):\n%s", diff)
+	}
+	if code, _ := f.schedule(a[1]); code != fwk.Success {
+		t.Errorf("a's elastic pod once every min is placed: %v", code)
+	}
+}
+
+func TestLess(t *testing.T) {
+	f := newFixture(t)
+	old := f.gang("old", 2, 2, t0)
+	young := f.gang("young", 2, 2, t0.Add(time.Minute))
+	single := builder.MakePod("ns", "single").Obj()
+	single.CreationTimestamp = metav1.NewTime(t0.Add(30 * time.Second))
+	entity := func(p *corev1.Pod, prio int32) fwk.QueuedEntityInfo {
+		p = p.DeepCopy()
+		p.Spec.Priority = &prio
+		pi, err := framework.NewPodInfo(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &framework.QueuedPodInfo{PodInfo: pi}
+	}
+	tests := []struct {
+		name string
+		a, b fwk.QueuedEntityInfo
+		want bool
+	}{
+		{"higher priority first", entity(young[0], 10), entity(old[0], 0), true},
+		{"older gang first", entity(old[1], 0), entity(young[0], 0), true},
+		{"single pod by its own age", entity(single, 0), entity(young[0], 0), true},
+		{"single pod after an older gang", entity(single, 0), entity(old[0], 0), false},
+		{"within a gang by name", entity(old[0], 0), entity(old[1], 0), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := f.p.Less(tc.a, tc.b); got != tc.want {
+				t.Errorf("Less = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func bound(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	p.Spec.NodeName = "node"
+	return p
+}
+
+func TestGangThatCannotFitReservesNothing(t *testing.T) {
+	f := newFixture(t)
+	pods := f.gang("big", 3, 3, t0)
+	for _, p := range pods {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{builder.GPUResource: resource.MustParse("4")}
+	}
+	// The node has 8 cards: room for 2 such pods, min is 3.
+	code, _ := f.schedule(pods[0])
+	if code != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("PreFilter of a gang whose min cannot fit: %v", code)
+	}
+	if v := f.p.mgr.view("ns/big"); v.placed != 0 || !v.backoffUntil.After(t0) {
+		t.Errorf("gang placed %d and backoff %v; want nothing placed and a backoff", v.placed, v.backoffUntil)
+	}
+	want := []string{"Warning PodGroup/big GangUnschedulable: its min needs 3 more pods placed and free resources hold at most 2 like them; gave back 0 reserved pods, retrying in 10s"}
+	if diff := cmp.Diff(want, f.h.events); diff != "" {
+		t.Errorf("events (-want, +got):\n%s", diff)
+	}
+}
+
+func TestRoomFor(t *testing.T) {
+	node := func(gpus int, podsOn int) fwk.NodeInfo {
+		ni := framework.NewNodeInfo()
+		for i := range podsOn {
+			ni.AddPod(builder.MakePod("ns", fmt.Sprintf("p%d", i)).GPU(1).Obj())
+		}
+		ni.SetNode(builder.MakeNode("n").GPU("NVIDIA-H200", gpus).Obj())
+		return ni
+	}
+	twoGPU := shapeOf([]*corev1.Pod{builder.MakePod("ns", "a").GPU(2).Obj(), builder.MakePod("ns", "b").GPU(3).Obj()})
+	tests := []struct {
+		name  string
+		nodes []fwk.NodeInfo
+		need  int
+		want  int
+	}{
+		{"fragments do not add up", []fwk.NodeInfo{node(1, 0), node(1, 0), node(1, 0)}, 1, 0},
+		{"used cards are not free", []fwk.NodeInfo{node(8, 5)}, 4, 1},
+		{"stops at need", []fwk.NodeInfo{node(8, 0), node(8, 0)}, 3, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := roomFor(twoGPU, tc.nodes, tc.need); got != tc.want {
+				t.Errorf("roomFor = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

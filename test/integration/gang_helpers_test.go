@@ -1,0 +1,110 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+
+	"cardinal.dev/cardinal/test/builder"
+)
+
+func podGroups() pgclient.Interface {
+	return pgclient.NewForConfigOrDie(env.cp.Config())
+}
+
+// createGang makes a PodGroup with minMember and the pods of it, each
+// asking for gpus cards; pods are named <name>-<i>.
+func createPodGroup(t *testing.T, ns, name string, minMember int32) {
+	t.Helper()
+	pg := &schedv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gangPod(ns, group string, i, gpus int) *corev1.Pod {
+	return builder.MakePod(ns, fmt.Sprintf("%s-%d", group, i)).
+		Label("scheduling.x-k8s.io/pod-group", group).Req("cpu", "100m").GPU(gpus).Obj()
+}
+
+func gangPods(ns, group string, n, gpus int) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range n {
+		out = append(out, gangPod(ns, group, i, gpus))
+	}
+	return out
+}
+
+// gpuNodes makes n nodes of gpus H200 cards each, named <prefix>-<i>.
+func gpuNodes(prefix string, n, gpus int) []*corev1.Node {
+	var out []*corev1.Node
+	for i := range n {
+		out = append(out, builder.MakeNode(fmt.Sprintf("%s-%d", prefix, i)).GPU("NVIDIA-H200", gpus).Obj())
+	}
+	return out
+}
+
+// boundPerGang counts bound pods per PodGroup label in ns.
+func boundPerGang(t *testing.T, ns string) map[string]int {
+	t.Helper()
+	pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			out[p.Labels["scheduling.x-k8s.io/pod-group"]]++
+		}
+	}
+	return out
+}
+
+// waitBoundCounts waits until the bound pods per gang are exactly want.
+func waitBoundCounts(t *testing.T, ns string, want map[string]int, timeout time.Duration) {
+	t.Helper()
+	var got map[string]int
+	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(context.Context) (bool, error) {
+		got = boundPerGang(t, ns)
+		return equalCounts(got, want), nil
+	})
+	if err != nil {
+		t.Fatalf("bound pods per gang: got %v, want %v", got, want)
+	}
+}
+
+// holdBoundCounts checks the bound pods per gang stay exactly want over the hold window.
+func holdBoundCounts(t *testing.T, ns string, want map[string]int, window time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(window)
+	for time.Now().Before(deadline) {
+		if got := boundPerGang(t, ns); !equalCounts(got, want) {
+			t.Fatalf("bound pods per gang changed to %v, want %v throughout", got, want)
+		}
+		time.Sleep(poll)
+	}
+}
+
+func equalCounts(got, want map[string]int) bool {
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	for k, v := range got {
+		if want[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,200 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// TestGangAllOrNothing: a gang of 4 one-GPU pods on 3 free GPUs binds
+// nothing; once a node is added, all 4 bind (SPEC §2.1).
+func TestGangAllOrNothing(t *testing.T) {
+	ns := createNamespace(t, "gang-aon")
+	createNodes(t, builder.MakeNode("aon-0").GPU("NVIDIA-H200", 3).Obj())
+	startScheduler(t)
+
+	createPodGroup(t, ns, "train", 4)
+	createPods(t, gangPods(ns, "train", 4, 1)...)
+	holdBoundCounts(t, ns, map[string]int{}, holdWindow)
+	waitGangEvent(t, ns, "train", "GangUnschedulable")
+	waitPodGroup(t, ns, "train", "waiting reason in numbers", func(pg *schedv1alpha1.PodGroup) bool {
+		return pg.Status.Phase == schedv1alpha1.PodGroupPending &&
+			strings.HasPrefix(pg.Annotations["cardinal.dev/waiting-reason"], "0 of minMember 4 pods scheduled; pod ")
+	})
+
+	createNodes(t, builder.MakeNode("aon-1").GPU("NVIDIA-H200", 1).Obj())
+	waitBoundCounts(t, ns, map[string]int{"train": 4}, waitTimeout)
+	waitPodGroup(t, ns, "train", "Scheduling with 4 scheduled", func(pg *schedv1alpha1.PodGroup) bool {
+		_, waiting := pg.Annotations["cardinal.dev/waiting-reason"]
+		return pg.Status.Phase == schedv1alpha1.PodGroupScheduling && pg.Annotations["cardinal.dev/scheduled"] == "4" && !waiting
+	})
+}
+
+// waitPodGroup waits until the PodGroup satisfies cond.
+func waitPodGroup(t *testing.T, ns, name, what string, cond func(*schedv1alpha1.PodGroup) bool) {
+	t.Helper()
+	var last *schedv1alpha1.PodGroup
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		pg, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = pg
+		return cond(pg), nil
+	})
+	if err != nil {
+		t.Fatalf("PodGroup %s/%s never showed %s; last status %+v, annotations %v", ns, name, what, last.Status, last.Annotations)
+	}
+}
+
+// TestGangsDoNotDeadlock: 6 gangs of 4 one-GPU pods, created interleaved, on
+// 16 GPUs: exactly 4 gangs bind whole and 2 bind nothing, and no gang is
+// ever partly bound (SPEC §2.3).
+func TestGangsDoNotDeadlock(t *testing.T) {
+	ns := createNamespace(t, "gang-deadlock")
+	createNodes(t, gpuNodes("dl", 4, 4)...)
+	startScheduler(t)
+
+	for g := range 6 {
+		createPodGroup(t, ns, fmt.Sprintf("g%d", g), 4)
+	}
+	for i := range 4 {
+		for g := range 6 {
+			createPods(t, gangPod(ns, fmt.Sprintf("g%d", g), i, 1))
+		}
+	}
+	var counts map[string]int
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		counts = boundPerGang(t, ns)
+		whole := 0
+		for _, n := range counts {
+			if n == 4 {
+				whole++
+			}
+		}
+		return whole == 4, nil
+	})
+	if err != nil {
+		t.Fatalf("want 4 whole gangs, got %v", counts)
+	}
+	// No gang partly bound, over a window.
+	deadline := time.Now().Add(2 * holdWindow)
+	for time.Now().Before(deadline) {
+		counts = boundPerGang(t, ns)
+		whole, total := 0, 0
+		for g, n := range counts {
+			if n != 4 {
+				t.Fatalf("gang %s is partly bound (%d of 4): %v", g, n, counts)
+			}
+			whole++
+			total += n
+		}
+		if whole != 4 || total != 16 {
+			t.Fatalf("want exactly 4 whole gangs on 16 GPUs, got %v", counts)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// TestMinFirst: the min members of every gang are placed before the elastic
+// pods of any gang (SPEC §2.4). The gangs exist before the scheduler starts,
+// so it sees them together.
+func TestMinFirst(t *testing.T) {
+	tests := []struct {
+		name   string
+		gangs  map[string][2]int // name -> {min, pods}
+		expect map[string]int
+	}{
+		{"equal gangs", map[string][2]int{"a": {5, 10}, "b": {5, 10}}, map[string]int{"a": 5, "b": 5}},
+		{"small min beside full gang", map[string][2]int{"c": {2, 8}, "d": {8, 8}}, map[string]int{"c": 2, "d": 8}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := createNamespace(t, fmt.Sprintf("gang-minfirst-%d", i))
+			createNodes(t, gpuNodes(fmt.Sprintf("mf%d", i), 5, 2)...)
+			for name, g := range tc.gangs {
+				createPodGroup(t, ns, name, int32(g[0]))
+			}
+			for name, g := range tc.gangs {
+				createPods(t, gangPods(ns, name, g[1], 1)...)
+			}
+			startScheduler(t)
+			waitBoundCounts(t, ns, tc.expect, waitTimeout)
+			holdBoundCounts(t, ns, tc.expect, holdWindow)
+		})
+	}
+}
+
+// TestElasticFill: a gang alone grows past its min onto idle GPUs (SPEC §1.2).
+func TestElasticFill(t *testing.T) {
+	ns := createNamespace(t, "gang-elastic")
+	createNodes(t, gpuNodes("ef", 5, 2)...)
+	startScheduler(t)
+	createPodGroup(t, ns, "c", 2)
+	createPods(t, gangPods(ns, "c", 12, 1)...)
+	waitBoundCounts(t, ns, map[string]int{"c": 10}, waitTimeout)
+	holdBoundCounts(t, ns, map[string]int{"c": 10}, holdWindow)
+}
+
+// TestGangGivesBackOnFailure: a gang that cannot complete holds nothing: a
+// pod that needs the room it tried binds afterwards (SPEC §2.2).
+func TestGangGivesBackOnFailure(t *testing.T) {
+	ns := createNamespace(t, "gang-timeout")
+	createNodes(t, builder.MakeNode("to-0").GPU("NVIDIA-H200", 4).Obj())
+	startScheduler(t)
+
+	// Three members fit; the fourth can never be placed (no node has its label).
+	createPodGroup(t, ns, "stuck", 4)
+	pods := gangPods(ns, "stuck", 4, 1)
+	pods[3].Spec.NodeSelector = map[string]string{"pool": "missing"}
+	createPods(t, pods...)
+	waitGangEvent(t, ns, "stuck", "GangUnschedulable")
+
+	createPods(t, builder.MakePod(ns, "single").Req("cpu", "100m").GPU(4).Obj())
+	waitBound(t, ns, "single")
+	holdBoundCounts(t, ns, map[string]int{"": 1}, holdWindow)
+}
+
+// TestLargeGang: a gang of 200 pods binds completely.
+func TestLargeGang(t *testing.T) {
+	ns := createNamespace(t, "gang-large")
+	createNodes(t, gpuNodes("lg", 25, 8)...)
+	startScheduler(t)
+	createPodGroup(t, ns, "big", 200)
+	start := time.Now()
+	createPods(t, gangPods(ns, "big", 200, 1)...)
+	waitBoundCounts(t, ns, map[string]int{"big": 200}, 3*waitTimeout)
+	t.Logf("gang of 200 bound in %v after its pods were created (creation took part of it)", time.Since(start).Round(time.Millisecond))
+}
+
+// waitGangEvent waits for an event with reason on the PodGroup.
+func waitGangEvent(t *testing.T, ns, group, reason string) {
+	t.Helper()
+	var seen []string
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		evs, err := env.kube.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		seen = seen[:0]
+		for _, e := range evs.Items {
+			seen = append(seen, e.Regarding.Kind+"/"+e.Regarding.Name+": "+e.Reason+": "+e.Note)
+			if e.Regarding.Kind == "PodGroup" && e.Regarding.Name == group && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s event on PodGroup %s/%s; events:\n%s", reason, ns, group, strings.Join(seen, "\n"))
+	}
+}
