@@ -41,5 +41,5 @@
 // All gang state is in one manager fed by the pod and PodGroup informers and
 // by Reserve/Unreserve, keyed by pod UID; no scheduling cycle lists pods. A
 // PodGroup's status is written by pkg/podgroupstatus, which this plugin
-// starts under a lease of its own.
+// starts through pkg/controllers, under a lease of its own.
 package coscheduling

@@ -8,9 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
@@ -19,7 +21,7 @@ import (
 
 	"cardinal.dev/cardinal/apis/config"
 	"cardinal.dev/cardinal/apis/config/validation"
-	"cardinal.dev/cardinal/pkg/podgroupstatus"
+	"cardinal.dev/cardinal/pkg/controllers"
 )
 
 // Name is the plugin's name in the registry and in scheduler configurations.
@@ -50,9 +52,17 @@ var (
 	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
+// NewFactory returns the plugin's factory; the plugin starts the status
+// controllers, which keep PodGroup status, through runner.
+func NewFactory(runner *controllers.Runner) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return New(ctx, obj, h, runner)
+	}
+}
+
 // New checks and validates the plugin's args, then builds the plugin and
 // starts the PodGroup informer it reads gangs from.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, runner *controllers.Runner) (fwk.Plugin, error) {
 	args, ok := obj.(*config.CardinalGangArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type CardinalGangArgs, got %T", obj)
@@ -60,7 +70,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := validation.ValidateCardinalGangArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	client, err := pgclient.NewForConfig(h.KubeConfig())
+	// Custom resources have no protobuf encoding: their clients speak JSON.
+	cfg := rest.CopyConfig(h.KubeConfig())
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	client, err := pgclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -73,11 +86,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(p.podHandler()); err != nil {
 		return nil, err
 	}
-	go func() {
-		if err := podgroupstatus.Start(ctx, h.KubeConfig(), h.ProfileName()); err != nil {
-			klog.FromContext(ctx).Error(err, "PodGroup status controller stopped")
-		}
-	}()
+	if runner != nil {
+		runner.Start(ctx, h.KubeConfig(), h.ProfileName())
+	}
 	factory.Start(ctx.Done())
 	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
 		if !synced {

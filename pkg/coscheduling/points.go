@@ -189,3 +189,10 @@ func (p *Plugin) Permit(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _
 	})
 	return nil, 0
 }
+
+// IsElastic tells other plugins whether this cycle's pod is an elastic pod
+// of its gang (placed beyond min), as decided at PreFilter.
+func IsElastic(cs fwk.CycleState) bool {
+	s, err := getState(cs)
+	return err == nil && s.elastic
+}

@@ -2,11 +2,8 @@
 // Cardinal schedules: phase, running/succeeded/failed counts and the start of
 // scheduling in status, and, because that status has no field for them, the
 // number of scheduled pods and why the gang waits in annotations
-// (cardinal.dev/scheduled, cardinal.dev/waiting-reason).
-//
-// It runs in the scheduler's process with a lease of its own
-// (cardinal-system/cardinal-podgroup-status): it starts nothing and writes
-// nothing until that lease is held, so of several replicas only one writes.
+// (cardinal.dev/scheduled, cardinal.dev/waiting-reason). pkg/controllers
+// runs it.
 package podgroupstatus
 
 import (
@@ -17,18 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
@@ -37,10 +26,6 @@ import (
 const (
 	ScheduledAnnotation     = "cardinal.dev/scheduled"
 	WaitingReasonAnnotation = "cardinal.dev/waiting-reason"
-
-	// LeaseName and LeaseNamespace are the lease this controller holds while it writes.
-	LeaseName      = "cardinal-podgroup-status"
-	LeaseNamespace = "cardinal-system"
 
 	podGroupIndex = "cardinal.dev/pod-group"
 )
@@ -52,36 +37,9 @@ type Reconciler struct {
 	SchedulerName string
 }
 
-// Start runs the controller until ctx ends, writing only while it holds its lease.
-func Start(ctx context.Context, cfg *rest.Config, schedulerName string) error {
-	ctrl.SetLogger(klog.NewKlogr().WithName("podgroup-status"))
-	inGang, err := labels.NewRequirement(schedv1alpha1.PodGroupLabel, selection.Exists, nil)
-	if err != nil {
-		return err
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := schedv1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		LeaderElection:                true,
-		LeaderElectionID:              LeaseName,
-		LeaderElectionNamespace:       LeaseNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		// Only pods that join a PodGroup are cached, not every pod in the cluster.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*inGang)},
-		}},
-	})
-	if err != nil {
-		return err
-	}
+// SetupWithManager registers the controller: it reconciles a PodGroup when
+// it or one of its pods changes.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podGroupIndex, func(o client.Object) []string {
 		if name := o.GetLabels()[schedv1alpha1.PodGroupLabel]; name != "" {
 			return []string{name}
@@ -90,8 +48,7 @@ func Start(ctx context.Context, cfg *rest.Config, schedulerName string) error {
 	}); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), SchedulerName: schedulerName}
-	err = ctrl.NewControllerManagedBy(mgr).
+	return ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-status").
 		For(&schedv1alpha1.PodGroup{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -102,10 +59,6 @@ func Start(ctx context.Context, cfg *rest.Config, schedulerName string) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 		})).
 		Complete(r)
-	if err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
 }
 
 // Reconcile computes one PodGroup's status from its pods and writes what changed.

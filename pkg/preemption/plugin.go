@@ -10,9 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"cardinal.dev/cardinal/apis/config"
 	"cardinal.dev/cardinal/apis/config/validation"
+	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // Name is the plugin's name in the registry and in scheduler configurations.
@@ -25,6 +27,18 @@ type Plugin struct {
 }
 
 var _ fwk.PreFilterPlugin = &Plugin{}
+
+// NewFactory returns the plugin's factory. The plugin sets the shared
+// classifier's preemptibleBelowPriority, which the quota plugins read too.
+func NewFactory(classifier *workload.Classifier) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		p, err := New(ctx, obj, h)
+		if err == nil {
+			classifier.SetThreshold(p.(*Plugin).args.PreemptibleBelowPriority)
+		}
+		return p, err
+	}
+}
 
 // New checks and validates the plugin's args, then builds the plugin.
 func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {

@@ -8,17 +8,25 @@ import (
 	// Registers the plugin args into kube-scheduler's configuration scheme.
 	_ "cardinal.dev/cardinal/apis/config/scheme"
 	"cardinal.dev/cardinal/pkg/cardquota"
+	"cardinal.dev/cardinal/pkg/controllers"
 	"cardinal.dev/cardinal/pkg/coscheduling"
 	"cardinal.dev/cardinal/pkg/elasticquota"
 	"cardinal.dev/cardinal/pkg/preemption"
+	"cardinal.dev/cardinal/pkg/queuecache"
+	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // Options registers every Cardinal plugin with kube-scheduler's command.
+// The plugins share one queue cache, one preemptibility classifier and one
+// runner of the status controllers.
 func Options() []app.Option {
+	classifier := workload.NewClassifier()
+	runner := controllers.NewRunner()
+	shared := elasticquota.Shared{Queues: queuecache.New(), Classifier: classifier, Controllers: runner}
 	return []app.Option{
-		app.WithPlugin(coscheduling.Name, coscheduling.New),
-		app.WithPlugin(elasticquota.Name, elasticquota.New),
+		app.WithPlugin(coscheduling.Name, coscheduling.NewFactory(runner)),
+		app.WithPlugin(elasticquota.Name, elasticquota.NewFactory(shared)),
 		app.WithPlugin(cardquota.Name, cardquota.New),
-		app.WithPlugin(preemption.Name, preemption.New),
+		app.WithPlugin(preemption.Name, preemption.NewFactory(classifier)),
 	}
 }

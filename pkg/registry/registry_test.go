@@ -13,25 +13,29 @@ import (
 	"cardinal.dev/cardinal/pkg/coscheduling"
 	"cardinal.dev/cardinal/pkg/elasticquota"
 	"cardinal.dev/cardinal/pkg/preemption"
+	"cardinal.dev/cardinal/pkg/queuecache"
+	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // TestPluginsCheckTheirArgs: every plugin refuses args of the wrong type and
 // invalid args, naming the field, before it builds anything.
 func TestPluginsCheckTheirArgs(t *testing.T) {
+	queueFactory := elasticquota.NewFactory(elasticquota.Shared{Queues: queuecache.New(), Classifier: workload.NewClassifier()})
+	gangFactory := coscheduling.NewFactory(nil)
 	tests := []struct {
 		name    string
 		factory frameworkruntime.PluginFactory
 		args    runtime.Object
 		wantErr string
 	}{
-		{"gang negative backoff", coscheduling.New, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: -1}, "pluginConfig[CardinalGang].args.podGroupBackoffSeconds"},
-		{"gang invalid", coscheduling.New, &config.CardinalGangArgs{}, "pluginConfig[CardinalGang].args.permitWaitingTimeSeconds"},
-		{"gang wrong type", coscheduling.New, &config.CardinalQueueArgs{}, "want args of type CardinalGangArgs"},
-		{"queue valid", elasticquota.New, &config.CardinalQueueArgs{DefaultQueue: "default"}, ""},
-		{"queue invalid", elasticquota.New, &config.CardinalQueueArgs{DefaultQueue: "A B"}, "pluginConfig[CardinalQueue].args.defaultQueue"},
+		{"gang negative backoff", gangFactory, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: -1}, "pluginConfig[CardinalGang].args.podGroupBackoffSeconds"},
+		{"gang invalid", gangFactory, &config.CardinalGangArgs{}, "pluginConfig[CardinalGang].args.permitWaitingTimeSeconds"},
+		{"gang wrong type", gangFactory, &config.CardinalQueueArgs{}, "want args of type CardinalGangArgs"},
+		{"queue invalid", queueFactory, &config.CardinalQueueArgs{DefaultQueue: "A B"}, "pluginConfig[CardinalQueue].args.defaultQueue"},
+		{"queue wrong type", queueFactory, &config.CardinalGangArgs{}, "want args of type CardinalQueueArgs"},
 		{"card quota valid", cardquota.New, &config.CardinalCardQuotaArgs{}, ""},
 		{"card quota wrong type", cardquota.New, &config.CardinalGangArgs{}, "want args of type CardinalCardQuotaArgs"},
-		{"preemption valid", preemption.New, &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100}, ""},
+		{"preemption valid", preemption.NewFactory(workload.NewClassifier()), &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100}, ""},
 		{"preemption invalid", preemption.New, &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 2_000_000_000}, "pluginConfig[CardinalPreemption].args.preemptibleBelowPriority"},
 	}
 	for _, tc := range tests {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -130,4 +131,9 @@ func neverBound(t *testing.T, ns string, names ...string) {
 		}
 		time.Sleep(poll)
 	}
+}
+
+func resourceQty(s string) *resource.Quantity {
+	q := resource.MustParse(s)
+	return &q
 }

@@ -1,0 +1,127 @@
+package elasticquota
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/workload"
+)
+
+// PreEnqueue holds a gang back, so that none of its pods is even tried,
+// while the rest of its min cannot fit its queue's capability, counting the
+// queue's own elastic pods as free (they can be preempted for it), or, for a
+// non-preemptible gang, its queue's guarantee (SPEC §3.4, §3.5). The
+// PodGroup gets an event that says why, in numbers.
+func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
+	k, ok := gang.Of(pod)
+	if !ok {
+		return nil
+	}
+	pg, err := p.podGroup(k)
+	if err != nil {
+		return nil // the gang plugin says the PodGroup is missing
+	}
+	missing := int(pg.Spec.MinMember) - p.cache.GangPlaced(k)
+	if missing <= 0 {
+		p.forgetHeld(k)
+		return nil
+	}
+	info := p.podInfo(pod)
+	u := p.cache.Usage(info.Queue)
+	if !u.Exists {
+		return nil // PreFilter says the queue is missing, with an event
+	}
+	// What the rest of the min needs: the PodGroup's minResources when given
+	// (scaled to the members still missing), else this pod's request for each.
+	need := quota.Resources{}
+	if len(pg.Spec.MinResources) > 0 && pg.Spec.MinMember > 0 {
+		for name, v := range quota.FromList(pg.Spec.MinResources) {
+			need[name] = v * int64(missing) / int64(pg.Spec.MinMember)
+		}
+	} else {
+		for name, v := range info.Request {
+			need[name] = v * int64(missing)
+		}
+	}
+	msg := ""
+	if name, over := quota.Exceeded(u.Allocated, need, u.Capability); over {
+		free := u.Allocated.Clone()
+		free.Sub(p.cache.ElasticUsage(info.Queue, p.minOf))
+		if name, over = quota.Exceeded(free, need, u.Capability); over {
+			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; queue %s has insufficient %s quota: requested %s, would use %s, capability %s (its elastic pods counted as free)",
+				k, missing, info.Queue, name, quota.Format(name, need[name]), quota.Format(name, free[name]+need[name]), quota.Format(name, u.Capability[name]))
+		}
+	}
+	if msg == "" && info.NonPreemptible {
+		pre, _ := p.classifier.Of(pod, pg.Labels)
+		if pre == workload.NonPreemptible || pre == workload.SemiPreemptible {
+			limit := u.Guarantee.Clone()
+			for name := range u.Capability {
+				if _, ok := limit[name]; !ok {
+					limit[name] = 0
+				}
+			}
+			if name, over := quota.Exceeded(u.NonPreemptible, need, limit); over {
+				msg = fmt.Sprintf("gang %s is held: it is %s and its min needs %d more pods; queue %s guarantees %s %s and non-preemptible pods would use %s",
+					k, pre, missing, info.Queue, name, quota.Format(name, limit[name]), quota.Format(name, u.NonPreemptible[name]+need[name]))
+			}
+		}
+	}
+	if msg == "" {
+		p.forgetHeld(k)
+		return nil
+	}
+	p.noteHeld(k, msg)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+}
+
+func (p *Plugin) podGroup(k gang.Key) (*schedv1alpha1.PodGroup, error) {
+	ns, name, _ := strings.Cut(string(k), "/")
+	return p.podGroups.PodGroups(ns).Get(name)
+}
+
+func (p *Plugin) podGroupLabels(pod *corev1.Pod) map[string]string {
+	if k, ok := gang.Of(pod); ok {
+		if pg, err := p.podGroup(k); err == nil {
+			return pg.Labels
+		}
+	}
+	return nil
+}
+
+func (p *Plugin) minOf(k gang.Key) int32 {
+	if pg, err := p.podGroup(k); err == nil {
+		return pg.Spec.MinMember
+	}
+	return 0
+}
+
+// noteHeld records an event on the PodGroup when the reason it is held changes.
+func (p *Plugin) noteHeld(k gang.Key, msg string) {
+	p.heldMu.Lock()
+	changed := p.held[k] != msg
+	p.held[k] = msg
+	p.heldMu.Unlock()
+	if !changed {
+		return
+	}
+	ns, name, _ := strings.Cut(string(k), "/")
+	ref := &corev1.ObjectReference{APIVersion: schedv1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup", Namespace: ns, Name: name}
+	if pg, err := p.podGroups.PodGroups(ns).Get(name); err == nil {
+		ref.UID = pg.UID
+	}
+	p.handle.EventRecorder().Eventf(ref, nil, corev1.EventTypeWarning, "GangHeldByQueue", "Admission", "%s", msg)
+}
+
+func (p *Plugin) forgetHeld(k gang.Key) {
+	p.heldMu.Lock()
+	defer p.heldMu.Unlock()
+	delete(p.held, k)
+}

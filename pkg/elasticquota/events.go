@@ -1,0 +1,48 @@
+package elasticquota
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+)
+
+// queueEventResource is how kube-scheduler names Queue events.
+var queueEventResource = fwk.EventResource(fmt.Sprintf("queues.%s.%s",
+	v1alpha1.SchemeGroupVersion.Version, v1alpha1.SchemeGroupVersion.Group))
+
+// EventsToRegister names what can give a refused pod room in its queue: a
+// placed pod of the same queue deleted or finished (kube-scheduler reports a
+// pod that finishes as deleted), or a Queue created or
+// changed.
+func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.sameQueuePodFreed},
+		{Event: fwk.ClusterEvent{Resource: queueEventResource, ActionType: fwk.Add | fwk.Update}},
+	}, nil
+}
+
+// sameQueuePodFreed requeues a pod when a placed pod of its queue is gone or finished.
+func (p *Plugin) sameQueuePodFreed(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	other, _ := newObj.(*corev1.Pod)
+	if other == nil {
+		other, _ = oldObj.(*corev1.Pod)
+	}
+	if other == nil {
+		return fwk.Queue, nil
+	}
+	if newObj != nil && other.Status.Phase != corev1.PodSucceeded && other.Status.Phase != corev1.PodFailed {
+		return fwk.QueueSkip, nil
+	}
+	q1, _ := p.QueueOf(pod)
+	q2, _ := p.QueueOf(other)
+	if q1 != q2 {
+		logger.V(5).Info("Pod of another queue freed: skip", "pod", klog.KObj(pod), "freed", klog.KObj(other))
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}

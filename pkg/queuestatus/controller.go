@@ -1,0 +1,123 @@
+package queuestatus
+
+import (
+	"context"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/workload"
+)
+
+// all is the one key the controller reconciles: deserved shares tie every
+// queue to every other, so they are computed together.
+var all = reconcile.Request{NamespacedName: types.NamespacedName{Name: "all-queues"}}
+
+// Reconciler writes every Queue's status. It reads pods from a cache that
+// holds only this scheduler's pods.
+type Reconciler struct {
+	client.Client
+	// DefaultQueue returns the queue of pods that name none.
+	DefaultQueue func() string
+}
+
+// SetupWithManager reconciles all queues when a Queue, a pod, a node, a
+// namespace or a PodGroup changes; the work queue folds bursts into one run.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toAll := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{all}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("queue-status").
+		Watches(&v1alpha1.Queue{}, toAll).
+		Watches(&corev1.Pod{}, toAll).
+		Watches(&corev1.Node{}, toAll).
+		Watches(&corev1.Namespace{}, toAll).
+		Watches(&schedv1alpha1.PodGroup{}, toAll).
+		Complete(r)
+}
+
+// Reconcile recomputes and writes what changed.
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	var queues v1alpha1.QueueList
+	var pods corev1.PodList
+	var nodes corev1.NodeList
+	var namespaces corev1.NamespaceList
+	var groups schedv1alpha1.PodGroupList
+	for _, l := range []client.ObjectList{&queues, &pods, &nodes, &namespaces, &groups} {
+		if err := r.List(ctx, l); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	in := Input{Queues: queues.Items, Capacity: quota.Resources{}, Allocated: map[string]quota.Resources{}, Pending: map[string]quota.Resources{}}
+	for _, n := range nodes.Items {
+		in.Capacity.Add(quota.FromList(n.Status.Allocatable))
+	}
+	delete(in.Capacity, corev1.ResourcePods)
+	nsLabels := map[string]map[string]string{}
+	for _, ns := range namespaces.Items {
+		nsLabels[ns.Name] = ns.Labels
+	}
+	pgLabels := map[string]map[string]string{}
+	for _, g := range groups.Items {
+		pgLabels[g.Namespace+"/"+g.Name] = g.Labels
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		var pg map[string]string
+		if name := p.Labels[schedv1alpha1.PodGroupLabel]; name != "" {
+			pg = pgLabels[p.Namespace+"/"+name]
+		}
+		q := workload.QueueName(pg, p.Labels, nsLabels[p.Namespace], r.DefaultQueue())
+		into := in.Pending
+		if p.Spec.NodeName != "" {
+			into = in.Allocated
+		}
+		if into[q] == nil {
+			into[q] = quota.Resources{}
+		}
+		into[q].Add(quota.PodRequests(p))
+	}
+	statuses := Compute(in, metav1.Now())
+	for i := range queues.Items {
+		q := &queues.Items[i]
+		st := statuses[q.Name]
+		if equalStatus(q.Status, st) {
+			continue
+		}
+		updated := q.DeepCopy()
+		updated.Status = st
+		if err := r.Status().Update(ctx, updated); err != nil && !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// equalStatus compares ignoring condition transition times.
+func equalStatus(a, b v1alpha1.QueueStatus) bool {
+	strip := func(s v1alpha1.QueueStatus) v1alpha1.QueueStatus {
+		s = *s.DeepCopy()
+		for i := range s.Conditions {
+			s.Conditions[i].LastTransitionTime = metav1.Time{}
+		}
+		return s
+	}
+	x, y := strip(a), strip(b)
+	return reflect.DeepEqual(x.Conditions, y.Conditions) && x.AllocatedSummary == y.AllocatedSummary &&
+		quota.FromList(x.Allocated).String() == quota.FromList(y.Allocated).String() &&
+		quota.FromList(x.Deserved).String() == quota.FromList(y.Deserved).String()
+}

@@ -1,0 +1,269 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+func createQueue(t *testing.T, q *v1alpha1.Queue) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := env.cardinal.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.cardinal.SchedulingV1alpha1().Queues().Delete(ctx, q.Name, metav1.DeleteOptions{}) })
+}
+
+func cpuPods(ns, prefix, queue string, n int) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range n {
+		out = append(out, builder.MakePod(ns, fmt.Sprintf("%s-%d", prefix, i)).Label(v1alpha1.QueueLabel, queue).Req("cpu", "1").Obj())
+	}
+	return out
+}
+
+func boundPods(t *testing.T, ns string) []string {
+	t.Helper()
+	pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// waitBoundCount waits until exactly n pods of ns are bound.
+func waitBoundCount(t *testing.T, ns string, n int) []string {
+	t.Helper()
+	var got []string
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		got = boundPods(t, ns)
+		return len(got) == n, nil
+	})
+	if err != nil {
+		t.Fatalf("want %d bound pods in %s, got %d: %v", n, ns, len(got), got)
+	}
+	return got
+}
+
+// holdBoundAtMost checks that never more than n pods of ns are bound over the window.
+func holdBoundAtMost(t *testing.T, ns string, n int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), poll, holdWindow, true, func(context.Context) (bool, error) {
+		if got := boundPods(t, ns); len(got) > n {
+			return false, fmt.Errorf("%d pods bound, more than %d: %v", len(got), n, got)
+		}
+		return false, nil
+	})
+	if err != nil && !wait.Interrupted(err) {
+		t.Fatal(err)
+	}
+}
+
+// waitPodEvent waits for a FailedScheduling event on a pod whose note contains want.
+func waitPodEvent(t *testing.T, ns, pod, want string) {
+	t.Helper()
+	var notes []string
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		evs, err := env.kube.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		notes = notes[:0]
+		for _, e := range evs.Items {
+			if e.Regarding.Name == pod {
+				notes = append(notes, e.Reason+": "+e.Note)
+				if strings.Contains(e.Note, want) {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no event on pod %s/%s containing %q; its events: %v", ns, pod, want, notes)
+	}
+}
+
+// TestQueueCapability: 6 one-cpu pods in a queue capped at 4 cpu: exactly 4
+// bind and the others wait with an event in numbers; deleting a bound pod
+// lets exactly one more bind (SPEC §3.1).
+func TestQueueCapability(t *testing.T) {
+	ns := createNamespace(t, "queue-cap")
+	createQueue(t, builder.MakeQueue("cap").Capability(corev1.ResourceCPU, "4").Obj())
+	createNodes(t, builder.MakeNode("cap-0").Obj())
+	startScheduler(t)
+
+	createPods(t, cpuPods(ns, "p", "cap", 6)...)
+	bound := waitBoundCount(t, ns, 4)
+	holdBoundAtMost(t, ns, 4)
+	pending := "p-5"
+	for _, b := range bound {
+		if b == pending {
+			pending = "p-4"
+		}
+	}
+	waitPodEvent(t, ns, pending, "queue cap has insufficient cpu quota: requested 1, would use 5, capability 4")
+
+	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), bound[0], metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	waitBoundCount(t, ns, 4)
+	holdBoundAtMost(t, ns, 4)
+	waitQueueStatus(t, "cap", "cpu=4", func(q *v1alpha1.Queue) bool {
+		return q.Status.Allocated.Cpu().Cmp(*q.Spec.Capability.Cpu()) == 0
+	})
+}
+
+// TestQueueCapabilityAcrossRestart: pods created while the scheduler is down
+// never take the queue past its capability when it comes back (SPEC §3.1).
+func TestQueueCapabilityAcrossRestart(t *testing.T) {
+	ns := createNamespace(t, "queue-restart")
+	createQueue(t, builder.MakeQueue("restart").Capability(corev1.ResourceCPU, "3").Obj())
+	createNodes(t, builder.MakeNode("restart-0").Obj())
+	s := startScheduler(t)
+	createPods(t, cpuPods(ns, "a", "restart", 2)...)
+	waitBoundCount(t, ns, 2)
+	s.Stop()
+
+	createPods(t, cpuPods(ns, "b", "restart", 4)...)
+	startScheduler(t)
+	waitBoundCount(t, ns, 3)
+	holdBoundAtMost(t, ns, 3)
+}
+
+// TestGangHeldByQueue: a gang whose min exceeds its queue's capability binds
+// nothing and its PodGroup says why (SPEC §3.4).
+func TestGangHeldByQueue(t *testing.T) {
+	ns := createNamespace(t, "queue-gang")
+	createQueue(t, builder.MakeQueue("small").Capability(corev1.ResourceCPU, "2").Obj())
+	createNodes(t, builder.MakeNode("qg-0").Obj())
+	startScheduler(t)
+
+	createPodGroup(t, ns, "big", 3)
+	var pods []*corev1.Pod
+	for _, p := range cpuPods(ns, "big", "small", 3) {
+		pods = append(pods, withLabel(p, "scheduling.x-k8s.io/pod-group", "big"))
+	}
+	createPods(t, pods...)
+	waitGangEvent(t, ns, "big", "GangHeldByQueue")
+	holdBoundAtMost(t, ns, 0)
+}
+
+// TestNonPreemptibleUsesOnlyGuarantee: a non-preemptible pod is refused
+// beyond its queue's guarantee while a preemptible one may borrow up to the
+// capability (SPEC §3.5).
+func TestNonPreemptibleUsesOnlyGuarantee(t *testing.T) {
+	ns := createNamespace(t, "queue-nonpre")
+	createQueue(t, builder.MakeQueue("np").Guarantee(corev1.ResourceCPU, "2").Capability(corev1.ResourceCPU, "8").Obj())
+	createNodes(t, builder.MakeNode("np-0").Obj())
+	startScheduler(t)
+
+	np := func(name string) *corev1.Pod {
+		return builder.MakePod(ns, name).Label(v1alpha1.QueueLabel, "np").Label(v1alpha1.PreemptibilityLabel, v1alpha1.NonPreemptible).Req("cpu", "1").Obj()
+	}
+	createPods(t, np("np-0"), np("np-1"), np("np-2"))
+	waitBound(t, ns, "np-0", "np-1")
+	waitPodEvent(t, ns, "np-2", "queue np: non-preemptible pods may use only its guarantee of cpu: requested 1, would use 3, guarantee 2")
+	neverBound(t, ns, "np-2")
+
+	borrow := builder.MakePod(ns, "borrow").Label(v1alpha1.QueueLabel, "np").Label(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible).Req("cpu", "3").Obj()
+	createPods(t, borrow)
+	waitBound(t, ns, "borrow")
+}
+
+// TestUnknownQueue: a pod naming a queue that does not exist stays Pending
+// with an event that says so (SPEC §1.1).
+func TestUnknownQueue(t *testing.T) {
+	ns := createNamespace(t, "queue-unknown")
+	createNodes(t, builder.MakeNode("uq-0").Obj())
+	startScheduler(t)
+	createPods(t, builder.MakePod(ns, "lost").Label(v1alpha1.QueueLabel, "no-such-queue").Req("cpu", "1").Obj())
+	waitPodEvent(t, ns, "lost", "queue no-such-queue does not exist")
+	neverBound(t, ns, "lost")
+}
+
+// TestQueueStatusFollowsPods: allocated matches the bound pods after binds,
+// deletions and completions.
+func TestQueueStatusFollowsPods(t *testing.T) {
+	ns := createNamespace(t, "queue-status")
+	createQueue(t, builder.MakeQueue("st").Guarantee(corev1.ResourceCPU, "1").Capability(corev1.ResourceCPU, "10").Obj())
+	createNodes(t, builder.MakeNode("st-0").Obj())
+	startScheduler(t)
+	createPods(t, cpuPods(ns, "s", "st", 3)...)
+	waitBoundCount(t, ns, 3)
+	waitQueueStatus(t, "st", "allocated cpu 3 and over its deserved share? no", func(q *v1alpha1.Queue) bool {
+		return q.Status.Allocated.Cpu().String() == "3" && q.Status.AllocatedSummary == "cpu=3"
+	})
+
+	ctx := context.Background()
+	if err := env.kube.CoreV1().Pods(ns).Delete(ctx, "s-0", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	waitQueueStatus(t, "st", "allocated cpu 2 after a deletion", func(q *v1alpha1.Queue) bool {
+		return q.Status.Allocated.Cpu().String() == "2"
+	})
+	p, err := env.kube.CoreV1().Pods(ns).Get(ctx, "s-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase = corev1.PodSucceeded
+	if _, err := env.kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitQueueStatus(t, "st", "allocated cpu 1 after a completion", func(q *v1alpha1.Queue) bool {
+		c := meta.FindStatusCondition(q.Status.Conditions, "OverCapability")
+		return q.Status.Allocated.Cpu().String() == "1" && c != nil && c.Status == metav1.ConditionFalse
+	})
+
+	// Lower the capability under the running pod: shown as over capability, nothing crashes.
+	q, err := env.cardinal.SchedulingV1alpha1().Queues().Get(ctx, "st", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.Guarantee = nil
+	q.Spec.Capability[corev1.ResourceCPU] = *resourceQty("500m")
+	if _, err := env.cardinal.SchedulingV1alpha1().Queues().Update(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitQueueStatus(t, "st", "OverCapability", func(q *v1alpha1.Queue) bool {
+		c := meta.FindStatusCondition(q.Status.Conditions, "OverCapability")
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "cpu uses 1 of 500m")
+	})
+}
+
+func waitQueueStatus(t *testing.T, name, what string, cond func(*v1alpha1.Queue) bool) {
+	t.Helper()
+	var last *v1alpha1.Queue
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		q, err := env.cardinal.SchedulingV1alpha1().Queues().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = q
+		return cond(q), nil
+	})
+	if err != nil {
+		t.Fatalf("queue %s never showed %s; last status %+v", name, what, last.Status)
+	}
+}
+
+func withLabel(p *corev1.Pod, k, v string) *corev1.Pod {
+	p.Labels[k] = v
+	return p
+}
