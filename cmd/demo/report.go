@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -16,6 +17,7 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/cardmodel"
+	"cardinal.dev/cardinal/pkg/quota"
 	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
 	"cardinal.dev/cardinal/pkg/workload"
 )
@@ -117,6 +119,19 @@ func reportQueues(ctx context.Context, w io.Writer, cfg *rest.Config, used map[s
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tWEIGHT\tALLOCATED\tDESERVED\tBORROWING")
+	for _, q := range queues.Items {
+		borrowing := "no"
+		if c := meta.FindStatusCondition(q.Status.Conditions, "OverDeserved"); c != nil && c.Status == metav1.ConditionTrue {
+			borrowing = "yes: " + c.Message
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", q.Name, q.Spec.Weight, orDash(q.Status.AllocatedSummary), orDash(quota.FromList(q.Status.Deserved).String()), shorten(borrowing, 80))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tCARD MODEL\tIN USE\tGUARANTEE\tCAPABILITY")
 	for _, q := range queues.Items {
 		seen := map[string]bool{}
@@ -170,6 +185,13 @@ func podGroupLabels(ctx context.Context, cfg *rest.Config) (map[string]map[strin
 		out[pg.Namespace+"/"+pg.Name] = pg.Labels
 	}
 	return out, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // shorten keeps a table readable; kubectl describe shows the whole message.

@@ -8,20 +8,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
-	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/config"
 	"cardinal.dev/cardinal/apis/config/validation"
 	"cardinal.dev/cardinal/pkg/controllers"
+	"cardinal.dev/cardinal/pkg/podgroups"
 )
 
 // Name is the plugin's name in the registry and in scheduler configurations.
@@ -53,16 +51,17 @@ var (
 )
 
 // NewFactory returns the plugin's factory; the plugin starts the status
-// controllers, which keep PodGroup status, through runner.
-func NewFactory(runner *controllers.Runner) frameworkruntime.PluginFactory {
+// controllers, which keep PodGroup status, through runner, and reads
+// PodGroups from the informer it shares with the other plugins.
+func NewFactory(runner *controllers.Runner, podGroups *podgroups.Source) frameworkruntime.PluginFactory {
 	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return New(ctx, obj, h, runner)
+		return New(ctx, obj, h, runner, podGroups)
 	}
 }
 
 // New checks and validates the plugin's args, then builds the plugin and
 // starts the PodGroup informer it reads gangs from.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, runner *controllers.Runner) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, runner *controllers.Runner, podGroups *podgroups.Source) (fwk.Plugin, error) {
 	args, ok := obj.(*config.CardinalGangArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type CardinalGangArgs, got %T", obj)
@@ -70,17 +69,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, runner *controll
 	if err := validation.ValidateCardinalGangArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	// Custom resources have no protobuf encoding: their clients speak JSON.
-	cfg := rest.CopyConfig(h.KubeConfig())
-	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
-	client, err := pgclient.NewForConfig(cfg)
+	informer, lister, err := podGroups.Get(ctx, h.KubeConfig())
 	if err != nil {
 		return nil, err
 	}
-	factory := pginformers.NewSharedInformerFactory(client, 0)
-	pgInformer := factory.Scheduling().V1alpha1().PodGroups()
-	p := newPlugin(h, clock.RealClock{}, args, pgInformer.Lister())
-	if _, err := pgInformer.Informer().AddEventHandler(p.podGroupHandler()); err != nil {
+	p := newPlugin(h, clock.RealClock{}, args, lister)
+	if _, err := informer.AddEventHandler(p.podGroupHandler()); err != nil {
 		return nil, err
 	}
 	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(p.podHandler()); err != nil {
@@ -88,12 +82,6 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, runner *controll
 	}
 	if runner != nil {
 		runner.Start(ctx, h.KubeConfig(), h.ProfileName())
-	}
-	factory.Start(ctx.Done())
-	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
-		if !synced {
-			return nil, fmt.Errorf("cache of %v did not sync", typ)
-		}
 	}
 	return p, nil
 }

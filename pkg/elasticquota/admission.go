@@ -33,7 +33,7 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		p.forgetHeld(k)
 		return nil
 	}
-	info := p.podInfo(pod)
+	info, _ := p.podInfo(pod)
 	u := p.cache.Usage(info.Queue)
 	if !u.Exists {
 		return nil // PreFilter says the queue is missing, with an event

@@ -20,8 +20,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
-	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/config"
@@ -31,6 +29,7 @@ import (
 	"cardinal.dev/cardinal/pkg/gang"
 	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
 	cardinalinformers "cardinal.dev/cardinal/pkg/generated/informers/externalversions"
+	"cardinal.dev/cardinal/pkg/podgroups"
 	"cardinal.dev/cardinal/pkg/queuecache"
 	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/workload"
@@ -68,6 +67,8 @@ type Shared struct {
 	Classifier *workload.Classifier
 	// Controllers, when set, keeps Queue status; the plugin tells it the default queue.
 	Controllers *controllers.Runner
+	// PodGroups is the PodGroup informer every plugin reads.
+	PodGroups *podgroups.Source
 }
 
 // NewFactory returns the plugin's factory.
@@ -91,15 +92,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, shared Shared) (
 	// Custom resources have no protobuf encoding: their clients speak JSON.
 	cfg := rest.CopyConfig(h.KubeConfig())
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
-	pgc, err := pgclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	cc, err := cardinalclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	pgFactory := pginformers.NewSharedInformerFactory(pgc, 0)
+	_, pgLister, err := shared.PodGroups.Get(ctx, h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
 	queueFactory := cardinalinformers.NewSharedInformerFactory(cc, 0)
 	kube := h.SharedInformerFactory()
 	p := &Plugin{
@@ -107,7 +107,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, shared Shared) (
 		defaultQueue: args.DefaultQueue,
 		cache:        qc,
 		classifier:   classifier,
-		podGroups:    pgFactory.Scheduling().V1alpha1().PodGroups().Lister(),
+		podGroups:    pgLister,
 		namespaces:   kube.Core().V1().Namespaces().Lister(),
 		held:         map[gang.Key]string{},
 	}
@@ -122,13 +122,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, shared Shared) (
 	if _, err := queueFactory.Scheduling().V1alpha1().Queues().Informer().AddEventHandler(p.queueHandler()); err != nil {
 		return nil, err
 	}
-	pgFactory.Start(ctx.Done())
 	queueFactory.Start(ctx.Done())
-	for _, synced := range []map[any]bool{anyKeys(pgFactory.WaitForCacheSync(ctx.Done())), anyKeys(queueFactory.WaitForCacheSync(ctx.Done()))} {
-		for typ, ok := range synced {
-			if !ok {
-				return nil, fmt.Errorf("cache of %v did not sync", typ)
-			}
+	for typ, ok := range queueFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("cache of %v did not sync", typ)
 		}
 	}
 	if err := ensureQueue(ctx, cc, args.DefaultQueue); err != nil {
@@ -143,14 +140,6 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, shared Shared) (
 		return nil, err
 	}
 	return p, nil
-}
-
-func anyKeys[K comparable](m map[K]bool) map[any]bool {
-	out := make(map[any]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // Name returns the plugin's name.
@@ -171,17 +160,18 @@ func (p *Plugin) QueueOf(pod *corev1.Pod) (string, map[string]string) {
 	return workload.QueueName(pgLabels, pod.Labels, nsLabels, p.defaultQueue), pgLabels
 }
 
-// podInfo is what the cache charges a pod.
-func (p *Plugin) podInfo(pod *corev1.Pod) queuecache.PodInfo {
+// podInfo is what the cache charges a pod; warning says when its
+// preemptibility label was invalid.
+func (p *Plugin) podInfo(pod *corev1.Pod) (queuecache.PodInfo, string) {
 	queue, pgLabels := p.QueueOf(pod)
-	pre, _ := p.classifier.Of(pod, pgLabels)
+	pre, warning := p.classifier.Of(pod, pgLabels)
 	k, _ := gang.Of(pod)
 	return queuecache.PodInfo{
 		Queue:          queue,
 		Request:        quota.PodRequests(pod),
 		NonPreemptible: pre != workload.Preemptible,
 		Gang:           k,
-	}
+	}, warning
 }
 
 func (p *Plugin) podHandler() cache.ResourceEventHandler {
@@ -201,7 +191,8 @@ func (p *Plugin) podHandler() cache.ResourceEventHandler {
 			p.cache.RemovePodIfPresent(pod.UID)
 			return
 		}
-		p.cache.AddPodIfAbsent(pod, p.podInfo(pod), pod.Spec.NodeName != "")
+		info, _ := p.podInfo(pod)
+		p.cache.AddPodIfAbsent(pod, info, pod.Spec.NodeName != "")
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    upsert,

@@ -11,20 +11,22 @@ import (
 	"cardinal.dev/cardinal/pkg/controllers"
 	"cardinal.dev/cardinal/pkg/coscheduling"
 	"cardinal.dev/cardinal/pkg/elasticquota"
+	"cardinal.dev/cardinal/pkg/podgroups"
 	"cardinal.dev/cardinal/pkg/preemption"
 	"cardinal.dev/cardinal/pkg/queuecache"
 	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // Options registers every Cardinal plugin with kube-scheduler's command.
-// The plugins share one queue cache, one preemptibility classifier and one
-// runner of the status controllers.
+// The plugins share one queue cache, one preemptibility classifier, one
+// PodGroup informer and one runner of the status controllers.
 func Options() []app.Option {
 	classifier := workload.NewClassifier()
 	runner := controllers.NewRunner()
-	shared := elasticquota.Shared{Queues: queuecache.New(), Classifier: classifier, Controllers: runner}
+	podGroups := &podgroups.Source{}
+	shared := elasticquota.Shared{Queues: queuecache.New(), Classifier: classifier, Controllers: runner, PodGroups: podGroups}
 	return []app.Option{
-		app.WithPlugin(coscheduling.Name, coscheduling.NewFactory(runner)),
+		app.WithPlugin(coscheduling.Name, coscheduling.NewFactory(runner, podGroups)),
 		app.WithPlugin(elasticquota.Name, elasticquota.NewFactory(shared)),
 		app.WithPlugin(cardquota.Name, cardquota.New),
 		app.WithPlugin(preemption.Name, preemption.NewFactory(classifier)),

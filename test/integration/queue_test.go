@@ -267,3 +267,38 @@ func withLabel(p *corev1.Pod, k, v string) *corev1.Pod {
 	p.Labels[k] = v
 	return p
 }
+
+// TestShrinkAndQueueDeletion: a node removed and a Queue deleted under
+// running pods crash nothing: the queue is shown over its deserved share,
+// new pods of a deleted queue wait with an event, and bind once it is back
+// (SPEC §3.6).
+func TestShrinkAndQueueDeletion(t *testing.T) {
+	ns := createNamespace(t, "queue-shrink")
+	createQueue(t, builder.MakeQueue("shrink").Obj())
+	createNodes(t, builder.MakeNode("shrink-0").Res("cpu", "4").Obj(), builder.MakeNode("shrink-1").Res("cpu", "4").Obj())
+	s := startScheduler(t)
+	createPods(t, cpuPods(ns, "p", "shrink", 6)...)
+	waitBoundCount(t, ns, 6)
+
+	ctx := context.Background()
+	if err := env.kube.CoreV1().Nodes().Delete(ctx, "shrink-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitQueueStatus(t, "shrink", "OverDeserved after a node left", func(q *v1alpha1.Queue) bool {
+		c := meta.FindStatusCondition(q.Status.Conditions, "OverDeserved")
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+
+	if err := env.cardinal.SchedulingV1alpha1().Queues().Delete(ctx, "shrink", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createPods(t, builder.MakePod(ns, "late").Label(v1alpha1.QueueLabel, "shrink").Req("cpu", "100m").Obj())
+	waitPodEvent(t, ns, "late", "queue shrink does not exist")
+	neverBound(t, ns, "late")
+	if err := s.Exited(); err != nil {
+		t.Fatalf("scheduler stopped: %v", err)
+	}
+
+	createQueue(t, builder.MakeQueue("shrink").Obj())
+	waitBound(t, ns, "late")
+}
