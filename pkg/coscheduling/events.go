@@ -11,6 +11,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/podgroups"
 )
 
 // podGroupEventResource is how kube-scheduler names PodGroup events.
@@ -57,11 +58,5 @@ func sameGangPodGroup(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.Q
 // recordGangEvent leaves an event on the gang's PodGroup.
 func (p *Plugin) recordGangEvent(k gang.Key, eventType, reason, note string) {
 	ns, name, _ := strings.Cut(string(k), "/")
-	ref := &corev1.ObjectReference{
-		APIVersion: schedv1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup", Namespace: ns, Name: name,
-	}
-	if pg, err := p.podGroups.PodGroups(ns).Get(name); err == nil {
-		ref.UID = pg.UID
-	}
-	p.handle.EventRecorder().Eventf(ref, nil, eventType, reason, "Scheduling", "%s", note)
+	p.handle.EventRecorder().Eventf(podgroups.EventRef(p.podGroups, ns, name), nil, eventType, reason, "Scheduling", "%s", note)
 }

@@ -19,6 +19,7 @@ import (
 	"cardinal.dev/cardinal/apis/config"
 	"cardinal.dev/cardinal/apis/config/validation"
 	"cardinal.dev/cardinal/pkg/controllers"
+	"cardinal.dev/cardinal/pkg/eventhandler"
 	"cardinal.dev/cardinal/pkg/podgroups"
 )
 
@@ -109,57 +110,16 @@ func (p *Plugin) activate(pods map[string]*corev1.Pod) {
 	}
 }
 
-func (p *Plugin) ours(obj any) (*corev1.Pod, bool) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	return pod, ok && pod.Spec.SchedulerName == p.schedulerOf
-}
+func (p *Plugin) ours(pod *corev1.Pod) bool { return pod.Spec.SchedulerName == p.schedulerOf }
 
 func (p *Plugin) podHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if pod, ok := p.ours(obj); ok {
-				p.activate(p.mgr.upsertPod(pod))
-			}
-		},
-		UpdateFunc: func(_, obj any) {
-			if pod, ok := p.ours(obj); ok {
-				p.activate(p.mgr.upsertPod(pod))
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if pod, ok := p.ours(obj); ok {
-				p.activate(p.mgr.deletePod(pod))
-			}
-		},
-	}
+	return eventhandler.For(p.ours,
+		func(pod *corev1.Pod) { p.activate(p.mgr.upsertPod(pod)) },
+		func(pod *corev1.Pod) { p.activate(p.mgr.deletePod(pod)) })
 }
 
 func (p *Plugin) podGroupHandler() cache.ResourceEventHandler {
-	pg := func(obj any) (*schedv1alpha1.PodGroup, bool) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		g, ok := obj.(*schedv1alpha1.PodGroup)
-		return g, ok
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if g, ok := pg(obj); ok {
-				p.activate(p.mgr.upsertPodGroup(g))
-			}
-		},
-		UpdateFunc: func(_, obj any) {
-			if g, ok := pg(obj); ok {
-				p.activate(p.mgr.upsertPodGroup(g))
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if g, ok := pg(obj); ok {
-				p.activate(p.mgr.deletePodGroup(g))
-			}
-		},
-	}
+	return eventhandler.For(nil,
+		func(pg *schedv1alpha1.PodGroup) { p.activate(p.mgr.upsertPodGroup(pg)) },
+		func(pg *schedv1alpha1.PodGroup) { p.activate(p.mgr.deletePodGroup(pg)) })
 }

@@ -10,6 +10,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/podgroups"
 	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/workload"
 )
@@ -113,11 +114,7 @@ func (p *Plugin) noteHeld(k gang.Key, msg string) {
 		return
 	}
 	ns, name, _ := strings.Cut(string(k), "/")
-	ref := &corev1.ObjectReference{APIVersion: schedv1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup", Namespace: ns, Name: name}
-	if pg, err := p.podGroups.PodGroups(ns).Get(name); err == nil {
-		ref.UID = pg.UID
-	}
-	p.handle.EventRecorder().Eventf(ref, nil, corev1.EventTypeWarning, "GangHeldByQueue", "Admission", "%s", msg)
+	p.handle.EventRecorder().Eventf(podgroups.EventRef(p.podGroups, ns, name), nil, corev1.EventTypeWarning, "GangHeldByQueue", "Admission", "%s", msg)
 }
 
 func (p *Plugin) forgetHeld(k gang.Key) {

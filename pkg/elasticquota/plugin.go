@@ -26,6 +26,7 @@ import (
 	"cardinal.dev/cardinal/apis/config/validation"
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/controllers"
+	"cardinal.dev/cardinal/pkg/eventhandler"
 	"cardinal.dev/cardinal/pkg/gang"
 	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
 	cardinalinformers "cardinal.dev/cardinal/pkg/generated/informers/externalversions"
@@ -175,18 +176,8 @@ func (p *Plugin) podInfo(pod *corev1.Pod) (queuecache.PodInfo, string) {
 }
 
 func (p *Plugin) podHandler() cache.ResourceEventHandler {
-	ours := func(obj any) (*corev1.Pod, bool) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		pod, ok := obj.(*corev1.Pod)
-		return pod, ok && pod.Spec.SchedulerName == p.handle.ProfileName()
-	}
-	upsert := func(obj any) {
-		pod, ok := ours(obj)
-		if !ok {
-			return
-		}
+	ours := func(pod *corev1.Pod) bool { return pod.Spec.SchedulerName == p.handle.ProfileName() }
+	upsert := func(pod *corev1.Pod) {
 		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			p.cache.RemovePodIfPresent(pod.UID)
 			return
@@ -194,42 +185,11 @@ func (p *Plugin) podHandler() cache.ResourceEventHandler {
 		info, _ := p.podInfo(pod)
 		p.cache.AddPodIfAbsent(pod, info, pod.Spec.NodeName != "")
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    upsert,
-		UpdateFunc: func(_, obj any) { upsert(obj) },
-		DeleteFunc: func(obj any) {
-			if pod, ok := ours(obj); ok {
-				p.cache.RemovePodIfPresent(pod.UID)
-			}
-		},
-	}
+	return eventhandler.For(ours, upsert, func(pod *corev1.Pod) { p.cache.RemovePodIfPresent(pod.UID) })
 }
 
 func (p *Plugin) queueHandler() cache.ResourceEventHandler {
-	queue := func(obj any) (*v1alpha1.Queue, bool) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		q, ok := obj.(*v1alpha1.Queue)
-		return q, ok
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if q, ok := queue(obj); ok {
-				p.cache.UpsertQueue(q)
-			}
-		},
-		UpdateFunc: func(_, obj any) {
-			if q, ok := queue(obj); ok {
-				p.cache.UpsertQueue(q)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if q, ok := queue(obj); ok {
-				p.cache.DeleteQueue(q.Name)
-			}
-		},
-	}
+	return eventhandler.For(nil, p.cache.UpsertQueue, func(q *v1alpha1.Queue) { p.cache.DeleteQueue(q.Name) })
 }
 
 // ensureQueue creates the default queue if it does not exist, as Volcano

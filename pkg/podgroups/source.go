@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
@@ -46,4 +48,13 @@ func (s *Source) Get(ctx context.Context, cfg *rest.Config) (cache.SharedIndexIn
 		}
 	})
 	return s.informer, s.lister, s.err
+}
+
+// EventRef is what an event about the PodGroup namespace/name points at.
+func EventRef(lister pglisters.PodGroupLister, namespace, name string) *corev1.ObjectReference {
+	ref := &corev1.ObjectReference{APIVersion: schedv1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup", Namespace: namespace, Name: name}
+	if pg, err := lister.PodGroups(namespace).Get(name); err == nil {
+		ref.UID = pg.UID
+	}
+	return ref
 }
