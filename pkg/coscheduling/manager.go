@@ -57,6 +57,9 @@ type view struct {
 type manager struct {
 	clock   clock.Clock
 	backoff time.Duration
+	// holds are gangs another plugin keeps out of scheduling; they do not
+	// hold back elastic pods.
+	holds *gang.Holds
 
 	mu    sync.RWMutex
 	gangs map[gang.Key]*gangState
@@ -69,10 +72,11 @@ type manager struct {
 	parked map[types.UID]*corev1.Pod
 }
 
-func newManager(clk clock.Clock, backoff time.Duration) *manager {
+func newManager(clk clock.Clock, backoff time.Duration, holds *gang.Holds) *manager {
 	return &manager{
 		clock:      clk,
 		backoff:    backoff,
+		holds:      holds,
 		gangs:      map[gang.Key]*gangState{},
 		assembling: sets.New[gang.Key](),
 		needMin:    sets.New[gang.Key](),
@@ -247,6 +251,13 @@ func (m *manager) backoffLocked(g *gangState, reason string) {
 	g.lastFailure = reason
 }
 
+// unparkAll returns every parked pod, to wake them.
+func (m *manager) unparkAll() map[string]*corev1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.unparkLocked()
+}
+
 // pendingMembers are the gang's members not yet placed, to wake them.
 func (m *manager) pendingMembers(k gang.Key) map[string]*corev1.Pod {
 	m.mu.RLock()
@@ -310,7 +321,7 @@ func (m *manager) parkIfBlocked(pod *corev1.Pod, k gang.Key, elastic bool) strin
 	} else {
 		now := m.clock.Now()
 		for other := range m.needMin {
-			if g := m.gangs[other]; other != k && !now.Before(g.backoffUntil) {
+			if g := m.gangs[other]; other != k && !now.Before(g.backoffUntil) && !m.holds.Held(other) {
 				reason = fmt.Sprintf("elastic pods wait while gang %s still needs %d more pods for its min of %d", other, int(g.minMember)-g.placed(), g.minMember)
 				break
 			}

@@ -20,6 +20,7 @@ import (
 	"cardinal.dev/cardinal/apis/config/validation"
 	"cardinal.dev/cardinal/pkg/controllers"
 	"cardinal.dev/cardinal/pkg/eventhandler"
+	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/podgroups"
 )
 
@@ -54,15 +55,15 @@ var (
 // NewFactory returns the plugin's factory; the plugin starts the status
 // controllers, which keep PodGroup status, through runner, and reads
 // PodGroups from the informer it shares with the other plugins.
-func NewFactory(runner *controllers.Runner, podGroups *podgroups.Source) frameworkruntime.PluginFactory {
+func NewFactory(runner *controllers.Runner, podGroups *podgroups.Source, holds *gang.Holds) frameworkruntime.PluginFactory {
 	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return New(ctx, obj, h, runner, podGroups)
+		return New(ctx, obj, h, runner, podGroups, holds)
 	}
 }
 
 // New checks and validates the plugin's args, then builds the plugin and
 // starts the PodGroup informer it reads gangs from.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, runner *controllers.Runner, podGroups *podgroups.Source) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, runner *controllers.Runner, podGroups *podgroups.Source, holds *gang.Holds) (fwk.Plugin, error) {
 	args, ok := obj.(*config.CardinalGangArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type CardinalGangArgs, got %T", obj)
@@ -74,7 +75,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, runner *controll
 	if err != nil {
 		return nil, err
 	}
-	p := newPlugin(h, clock.RealClock{}, args, lister)
+	p := newPlugin(h, clock.RealClock{}, args, lister, holds)
+	if holds != nil {
+		// A gang held back no longer stands in the way of elastic pods.
+		holds.OnHold(func() { p.activate(p.mgr.unparkAll()) })
+	}
 	if _, err := informer.AddEventHandler(p.podGroupHandler()); err != nil {
 		return nil, err
 	}
@@ -87,14 +92,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, runner *controll
 	return p, nil
 }
 
-func newPlugin(h fwk.Handle, clk clock.WithDelayedExecution, args *config.CardinalGangArgs, podGroups pglisters.PodGroupLister) *Plugin {
+func newPlugin(h fwk.Handle, clk clock.WithDelayedExecution, args *config.CardinalGangArgs, podGroups pglisters.PodGroupLister, holds *gang.Holds) *Plugin {
 	backoff := time.Duration(args.PodGroupBackoffSeconds) * time.Second
 	return &Plugin{
 		handle:      h,
 		clock:       clk,
 		permitWait:  time.Duration(args.PermitWaitingTimeSeconds) * time.Second,
 		backoff:     backoff,
-		mgr:         newManager(clk, backoff),
+		mgr:         newManager(clk, backoff, holds),
 		podGroups:   podGroups,
 		schedulerOf: h.ProfileName(),
 	}

@@ -24,6 +24,7 @@ import (
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/config"
+	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -115,7 +116,7 @@ func newFixture(t *testing.T) *fixture {
 	clk := testingclock.NewFakeClock(t0)
 	h := &fakeHandle{waiting: map[types.UID]*fakeWaitingPod{}}
 	p := newPlugin(h, clk, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10},
-		pglisters.NewPodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})))
+		pglisters.NewPodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})), gang.NewHolds())
 	ni := framework.NewNodeInfo()
 	ni.SetNode(builder.MakeNode("node").GPU("NVIDIA-H200", 8).Obj())
 	return &fixture{t: t, clock: clk, h: h, p: p, nodes: []fwk.NodeInfo{ni}}
@@ -304,6 +305,17 @@ func TestElasticWaitsForOtherGangsMin(t *testing.T) {
 	}
 	if code, _ := f.schedule(a[1]); code != fwk.Success {
 		t.Errorf("a's elastic pod once every min is placed: %v", code)
+	}
+}
+
+func TestHeldGangDoesNotHoldBackElasticPods(t *testing.T) {
+	f := newFixture(t)
+	a := f.gang("a", 1, 2, t0)
+	f.gang("held", 2, 2, t0.Add(time.Second))
+	f.p.mgr.holds.Hold("ns/held")
+	f.schedule(a[0])
+	if code, _ := f.schedule(a[1]); code != fwk.Success {
+		t.Errorf("elastic pod behind a gang held by its queue: %v, want Success", code)
 	}
 }
 

@@ -104,8 +104,12 @@ func (p *Plugin) minOf(k gang.Key) int32 {
 	return 0
 }
 
-// noteHeld records an event on the PodGroup when the reason it is held changes.
+// noteHeld marks the gang held and records an event on the PodGroup when
+// the reason it is held changes.
 func (p *Plugin) noteHeld(k gang.Key, msg string) {
+	if p.holds != nil {
+		p.holds.Hold(k)
+	}
 	p.heldMu.Lock()
 	changed := p.held[k] != msg
 	p.held[k] = msg
@@ -118,6 +122,9 @@ func (p *Plugin) noteHeld(k gang.Key, msg string) {
 }
 
 func (p *Plugin) forgetHeld(k gang.Key) {
+	if p.holds != nil {
+		p.holds.Release(k)
+	}
 	p.heldMu.Lock()
 	defer p.heldMu.Unlock()
 	delete(p.held, k)

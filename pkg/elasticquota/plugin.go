@@ -45,6 +45,7 @@ type Plugin struct {
 	defaultQueue string
 	cache        *queuecache.Cache
 	classifier   *workload.Classifier
+	holds        *gang.Holds
 	podGroups    pglisters.PodGroupLister
 	namespaces   corelisters.NamespaceLister
 
@@ -70,6 +71,8 @@ type Shared struct {
 	Controllers *controllers.Runner
 	// PodGroups is the PodGroup informer every plugin reads.
 	PodGroups *podgroups.Source
+	// Holds are the gangs this plugin holds back, for the gang plugin to see.
+	Holds *gang.Holds
 }
 
 // NewFactory returns the plugin's factory.
@@ -108,6 +111,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, shared Shared) (
 		defaultQueue: args.DefaultQueue,
 		cache:        qc,
 		classifier:   classifier,
+		holds:        shared.Holds,
 		podGroups:    pgLister,
 		namespaces:   kube.Core().V1().Namespaces().Lister(),
 		held:         map[gang.Key]string{},

@@ -11,6 +11,7 @@ import (
 	"cardinal.dev/cardinal/pkg/controllers"
 	"cardinal.dev/cardinal/pkg/coscheduling"
 	"cardinal.dev/cardinal/pkg/elasticquota"
+	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/podgroups"
 	"cardinal.dev/cardinal/pkg/preemption"
 	"cardinal.dev/cardinal/pkg/queuecache"
@@ -19,14 +20,16 @@ import (
 
 // Options registers every Cardinal plugin with kube-scheduler's command.
 // The plugins share one queue cache, one preemptibility classifier, one
-// PodGroup informer and one runner of the status controllers.
+// PodGroup informer, the set of gangs held back by their queue, and one
+// runner of the status controllers.
 func Options() []app.Option {
 	classifier := workload.NewClassifier()
 	runner := controllers.NewRunner()
 	podGroups := &podgroups.Source{}
-	shared := elasticquota.Shared{Queues: queuecache.New(), Classifier: classifier, Controllers: runner, PodGroups: podGroups}
+	holds := gang.NewHolds()
+	shared := elasticquota.Shared{Queues: queuecache.New(), Classifier: classifier, Controllers: runner, PodGroups: podGroups, Holds: holds}
 	return []app.Option{
-		app.WithPlugin(coscheduling.Name, coscheduling.NewFactory(runner, podGroups)),
+		app.WithPlugin(coscheduling.Name, coscheduling.NewFactory(runner, podGroups, holds)),
 		app.WithPlugin(elasticquota.Name, elasticquota.NewFactory(shared)),
 		app.WithPlugin(cardquota.Name, cardquota.New),
 		app.WithPlugin(preemption.Name, preemption.NewFactory(classifier)),

@@ -21,7 +21,7 @@ import (
 // invalid args, naming the field, before it builds anything.
 func TestPluginsCheckTheirArgs(t *testing.T) {
 	queueFactory := elasticquota.NewFactory(elasticquota.Shared{Queues: queuecache.New(), Classifier: workload.NewClassifier()})
-	gangFactory := coscheduling.NewFactory(nil, nil)
+	gangFactory := coscheduling.NewFactory(nil, nil, nil)
 	tests := []struct {
 		name    string
 		factory frameworkruntime.PluginFactory

@@ -163,6 +163,19 @@ func TestGangHeldByQueue(t *testing.T) {
 	createPods(t, pods...)
 	waitGangEvent(t, ns, "big", "GangHeldByQueue")
 	holdBoundAtMost(t, ns, 0)
+
+	// A held gang is not waiting to be placed: it does not keep another
+	// gang's elastic pods waiting for its min.
+	createPodGroup(t, ns, "grow", 1)
+	var grow []*corev1.Pod
+	for i := range 3 {
+		grow = append(grow, builder.MakePod(ns, fmt.Sprintf("grow-%d", i)).Label("scheduling.x-k8s.io/pod-group", "grow").Req("cpu", "1").Obj())
+	}
+	createPods(t, grow...)
+	waitBound(t, ns, "grow-0", "grow-1", "grow-2")
+	if got := boundPerGang(t, ns)["big"]; got != 0 {
+		t.Errorf("held gang has %d pods bound", got)
+	}
 }
 
 // TestNonPreemptibleUsesOnlyGuarantee: a non-preemptible pod is refused
