@@ -86,13 +86,12 @@ func waitBoundCounts(t *testing.T, ns string, want map[string]int, timeout time.
 // holdBoundCounts checks the bound pods per gang stay exactly want over the hold window.
 func holdBoundCounts(t *testing.T, ns string, want map[string]int, window time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(window)
-	for time.Now().Before(deadline) {
+	holdFor(t, window, func() error {
 		if got := boundPerGang(t, ns); !equalCounts(got, want) {
-			t.Fatalf("bound pods per gang changed to %v, want %v throughout", got, want)
+			return fmt.Errorf("bound pods per gang changed to %v, want %v throughout", got, want)
 		}
-		time.Sleep(poll)
-	}
+		return nil
+	})
 }
 
 func equalCounts(got, want map[string]int) bool {

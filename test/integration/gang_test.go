@@ -87,22 +87,20 @@ func TestGangsDoNotDeadlock(t *testing.T) {
 		t.Fatalf("want 4 whole gangs, got %v", counts)
 	}
 	// No gang partly bound, over a window.
-	deadline := time.Now().Add(2 * holdWindow)
-	for time.Now().Before(deadline) {
-		counts = boundPerGang(t, ns)
-		whole, total := 0, 0
+	holdFor(t, 2*holdWindow, func() error {
+		counts := boundPerGang(t, ns)
+		total := 0
 		for g, n := range counts {
 			if n != 4 {
-				t.Fatalf("gang %s is partly bound (%d of 4): %v", g, n, counts)
+				return fmt.Errorf("gang %s is partly bound (%d of 4): %v", g, n, counts)
 			}
-			whole++
 			total += n
 		}
-		if whole != 4 || total != 16 {
-			t.Fatalf("want exactly 4 whole gangs on 16 GPUs, got %v", counts)
+		if len(counts) != 4 || total != 16 {
+			return fmt.Errorf("want exactly 4 whole gangs on 16 GPUs, got %v", counts)
 		}
-		time.Sleep(poll)
-	}
+		return nil
+	})
 }
 
 // TestMinFirst: the min members of every gang are placed before the elastic

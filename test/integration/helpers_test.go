@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -115,22 +116,33 @@ func waitBound(t *testing.T, ns string, names ...string) map[string]string {
 	return nodes
 }
 
+// holdFor checks, at every poll over window, that check passes: the way a
+// test asserts that something does not happen.
+func holdFor(t *testing.T, window time.Duration, check func() error) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), poll, window, true, func(context.Context) (bool, error) {
+		return false, check()
+	})
+	if err != nil && !wait.Interrupted(err) {
+		t.Fatal(err)
+	}
+}
+
 // neverBound checks that none of the named pods is bound, over the whole hold window.
 func neverBound(t *testing.T, ns string, names ...string) {
 	t.Helper()
-	deadline := time.Now().Add(holdWindow)
-	for time.Now().Before(deadline) {
+	holdFor(t, holdWindow, func() error {
 		for _, n := range names {
 			p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), n, metav1.GetOptions{})
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
 			if p.Spec.NodeName != "" {
-				t.Fatalf("pod %s/%s was bound to %s; it must stay Pending", ns, n, p.Spec.NodeName)
+				return fmt.Errorf("pod %s/%s was bound to %s; it must stay Pending", ns, n, p.Spec.NodeName)
 			}
 		}
-		time.Sleep(poll)
-	}
+		return nil
+	})
 }
 
 func resourceQty(s string) *resource.Quantity {

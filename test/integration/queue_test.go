@@ -64,15 +64,12 @@ func waitBoundCount(t *testing.T, ns string, n int) []string {
 // holdBoundAtMost checks that never more than n pods of ns are bound over the window.
 func holdBoundAtMost(t *testing.T, ns string, n int) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), poll, holdWindow, true, func(context.Context) (bool, error) {
+	holdFor(t, holdWindow, func() error {
 		if got := boundPods(t, ns); len(got) > n {
-			return false, fmt.Errorf("%d pods bound, more than %d: %v", len(got), n, got)
+			return fmt.Errorf("%d pods bound, more than %d: %v", len(got), n, got)
 		}
-		return false, nil
+		return nil
 	})
-	if err != nil && !wait.Interrupted(err) {
-		t.Fatal(err)
-	}
 }
 
 // waitPodEvent waits for a FailedScheduling event on a pod whose note contains want.
