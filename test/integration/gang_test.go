@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -174,25 +175,10 @@ func TestLargeGang(t *testing.T) {
 	t.Logf("gang of 200 bound in %v after its pods were created (creation took part of it)", time.Since(start).Round(time.Millisecond))
 }
 
-// waitGangEvent waits for an event with reason on the PodGroup.
+// waitGangEvent waits for a warning event with reason on the PodGroup.
 func waitGangEvent(t *testing.T, ns, group, reason string) {
 	t.Helper()
-	var seen []string
-	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		evs, err := env.kube.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		seen = seen[:0]
-		for _, e := range evs.Items {
-			seen = append(seen, e.Regarding.Kind+"/"+e.Regarding.Name+": "+e.Reason+": "+e.Note)
-			if e.Regarding.Kind == "PodGroup" && e.Regarding.Name == group && e.Reason == reason && e.Type == corev1.EventTypeWarning {
-				return true, nil
-			}
-		}
-		return false, nil
+	waitEvent(t, ns, fmt.Sprintf("%s event on PodGroup %s", reason, group), func(e eventsv1.Event) bool {
+		return e.Regarding.Kind == "PodGroup" && e.Regarding.Name == group && e.Reason == reason && e.Type == corev1.EventTypeWarning
 	})
-	if err != nil {
-		t.Fatalf("no %s event on PodGroup %s/%s; events:\n%s", reason, ns, group, strings.Join(seen, "\n"))
-	}
 }

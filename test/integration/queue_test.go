@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -72,28 +73,35 @@ func holdBoundAtMost(t *testing.T, ns string, n int) {
 	})
 }
 
-// waitPodEvent waits for a FailedScheduling event on a pod whose note contains want.
+// waitPodEvent waits for an event on a pod whose note contains want.
 func waitPodEvent(t *testing.T, ns, pod, want string) {
 	t.Helper()
-	var notes []string
+	waitEvent(t, ns, fmt.Sprintf("event on pod %s containing %q", pod, want), func(e eventsv1.Event) bool {
+		return e.Regarding.Name == pod && strings.Contains(e.Note, want)
+	})
+}
+
+// waitEvent waits for an event in ns that match accepts, and lists the
+// namespace's events when none comes.
+func waitEvent(t *testing.T, ns, what string, match func(eventsv1.Event) bool) {
+	t.Helper()
+	var seen []string
 	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		evs, err := env.kube.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		notes = notes[:0]
+		seen = seen[:0]
 		for _, e := range evs.Items {
-			if e.Regarding.Name == pod {
-				notes = append(notes, e.Reason+": "+e.Note)
-				if strings.Contains(e.Note, want) {
-					return true, nil
-				}
+			seen = append(seen, e.Regarding.Kind+"/"+e.Regarding.Name+": "+e.Reason+": "+e.Note)
+			if match(e) {
+				return true, nil
 			}
 		}
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("no event on pod %s/%s containing %q; its events: %v", ns, pod, want, notes)
+		t.Fatalf("no %s in %s; events:\n%s", what, ns, strings.Join(seen, "\n"))
 	}
 }
 
