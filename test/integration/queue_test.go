@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,10 +118,10 @@ func TestQueueCapability(t *testing.T) {
 	createPods(t, cpuPods(ns, "p", "cap", 6)...)
 	bound := waitBoundCount(t, ns, 4)
 	holdBoundAtMost(t, ns, 4)
-	pending := "p-5"
-	for _, b := range bound {
-		if b == pending {
-			pending = "p-4"
+	pending := ""
+	for _, p := range cpuPods(ns, "p", "cap", 6) {
+		if !slices.Contains(bound, p.Name) {
+			pending = p.Name
 		}
 	}
 	waitPodEvent(t, ns, pending, "queue cap has insufficient cpu quota: requested 1, would use 5, capability 4")
