@@ -17,8 +17,8 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/cardmodel"
-	"cardinal.dev/cardinal/pkg/quota"
 	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
+	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/workload"
 )
 
