@@ -19,7 +19,7 @@ TOOL_PKG_etcd            := go.etcd.io/etcd/server/v3
 # Integration tests: the control plane and the scheduler binary.
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/cardinal-scheduler
 
-.PHONY: all build demo test unit integration generate verify-generate bench tools clean
+.PHONY: all build demo test verify unit integration generate verify-generate bench tools clean
 
 all: build
 
@@ -44,8 +44,12 @@ tools: $(addprefix $(BIN)/,$(GEN_TOOLS)) $(BIN)/kube-apiserver $(BIN)/etcd
 demo: $(CONTROL_PLANE)
 	$(GO) run ./cmd/demo $(if $(NODES),--nodes $(NODES)) $(if $(WORKLOADS),--workloads $(WORKLOADS))
 
-## test: generated files are current, unit tests with -race, then integration tests on a real control plane
-test: verify-generate unit integration
+## test: formatting, vet and generated files checked, unit tests with -race, then integration tests on a real control plane
+test: verify verify-generate unit integration
+
+verify:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out" >&2; exit 1; fi
+	$(GO) vet ./...
 
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/integration)

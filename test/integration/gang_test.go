@@ -27,6 +27,9 @@ func TestGangAllOrNothing(t *testing.T) {
 	createPods(t, gangPods(ns, "train", 4, 1)...)
 	holdBoundCounts(t, ns, map[string]int{}, holdWindow)
 	waitGangEvent(t, ns, "train", "GangUnschedulable")
+	waitEvent(t, ns, "FailedScheduling event on a pod of gang train naming the gang", func(e eventsv1.Event) bool {
+		return strings.HasPrefix(e.Regarding.Name, "train-") && e.Reason == "FailedScheduling" && strings.Contains(e.Note, "gang "+ns+"/train")
+	})
 	waitPodGroup(t, ns, "train", "waiting reason in numbers", func(pg *schedv1alpha1.PodGroup) bool {
 		return pg.Status.Phase == schedv1alpha1.PodGroupPending &&
 			strings.HasPrefix(pg.Annotations["cardinal.dev/waiting-reason"], "0 of minMember 4 pods scheduled; pod ")
