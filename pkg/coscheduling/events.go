@@ -3,7 +3,6 @@ package coscheduling
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -57,6 +56,6 @@ func sameGangPodGroup(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.Q
 
 // recordGangEvent leaves an event on the gang's PodGroup.
 func (p *Plugin) recordGangEvent(k gang.Key, eventType, reason, note string) {
-	ns, name, _ := strings.Cut(string(k), "/")
+	ns, name := k.Split()
 	p.handle.EventRecorder().Eventf(podgroups.EventRef(p.podGroups, ns, name), nil, eventType, reason, "Scheduling", "%s", note)
 }

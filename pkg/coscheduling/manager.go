@@ -40,7 +40,6 @@ func (g *gangState) waiting() int { return g.reserved.Len() }
 
 // view is a copy of a gang's numbers, taken under the lock.
 type view struct {
-	key          gang.Key
 	hasGroup     bool
 	minMember    int32
 	members      int
@@ -292,7 +291,7 @@ func (m *manager) pendingList(k gang.Key) []*corev1.Pod {
 func (m *manager) view(k gang.Key) view {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	v := view{key: k}
+	var v view
 	if g := m.gangs[k]; g != nil {
 		v.hasGroup, v.minMember, v.members, v.placed, v.waiting = g.hasGroup, g.minMember, len(g.members), g.placed(), g.waiting()
 		v.backoffUntil, v.lastFailure = g.backoffUntil, g.lastFailure

@@ -3,7 +3,6 @@ package elasticquota
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -34,7 +33,7 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		p.forgetHeld(k)
 		return nil
 	}
-	info, _ := p.podInfo(pod)
+	info, pre, _ := p.podInfo(pod)
 	u := p.cache.Usage(info.Queue)
 	if !u.Exists {
 		return nil // PreFilter says the queue is missing, with an event
@@ -61,7 +60,6 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		}
 	}
 	if msg == "" && info.NonPreemptible {
-		pre, _ := p.classifier.Of(pod, pg.Labels)
 		if pre == workload.NonPreemptible || pre == workload.SemiPreemptible {
 			limit := u.Guarantee.Clone()
 			for name := range u.Capability {
@@ -84,7 +82,7 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 }
 
 func (p *Plugin) podGroup(k gang.Key) (*schedv1alpha1.PodGroup, error) {
-	ns, name, _ := strings.Cut(string(k), "/")
+	ns, name := k.Split()
 	return p.podGroups.PodGroups(ns).Get(name)
 }
 
@@ -117,7 +115,7 @@ func (p *Plugin) noteHeld(k gang.Key, msg string) {
 	if !changed {
 		return
 	}
-	ns, name, _ := strings.Cut(string(k), "/")
+	ns, name := k.Split()
 	p.handle.EventRecorder().Eventf(podgroups.EventRef(p.podGroups, ns, name), nil, corev1.EventTypeWarning, "GangHeldByQueue", "Admission", "%s", msg)
 }
 

@@ -7,7 +7,6 @@ package elasticquota
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -152,22 +151,17 @@ func (p *Plugin) Name() string { return Name }
 
 // QueueOf resolves a pod's queue (SPEC §1.1) and returns its PodGroup's labels too.
 func (p *Plugin) QueueOf(pod *corev1.Pod) (string, map[string]string) {
-	var pgLabels, nsLabels map[string]string
-	if k, ok := gang.Of(pod); ok {
-		ns, name, _ := strings.Cut(string(k), "/")
-		if pg, err := p.podGroups.PodGroups(ns).Get(name); err == nil {
-			pgLabels = pg.Labels
-		}
-	}
+	var nsLabels map[string]string
+	pgLabels := p.podGroupLabels(pod)
 	if ns, err := p.namespaces.Get(pod.Namespace); err == nil {
 		nsLabels = ns.Labels
 	}
 	return workload.QueueName(pgLabels, pod.Labels, nsLabels, p.defaultQueue), pgLabels
 }
 
-// podInfo is what the cache charges a pod; warning says when its
-// preemptibility label was invalid.
-func (p *Plugin) podInfo(pod *corev1.Pod) (queuecache.PodInfo, string) {
+// podInfo is what the cache charges a pod, with its preemptibility; warning
+// says when its preemptibility label was invalid.
+func (p *Plugin) podInfo(pod *corev1.Pod) (queuecache.PodInfo, workload.Preemptibility, string) {
 	queue, pgLabels := p.QueueOf(pod)
 	pre, warning := p.classifier.Of(pod, pgLabels)
 	k, _ := gang.Of(pod)
@@ -176,7 +170,7 @@ func (p *Plugin) podInfo(pod *corev1.Pod) (queuecache.PodInfo, string) {
 		Request:        quota.PodRequests(pod),
 		NonPreemptible: pre != workload.Preemptible,
 		Gang:           k,
-	}, warning
+	}, pre, warning
 }
 
 func (p *Plugin) podHandler() cache.ResourceEventHandler {
@@ -186,7 +180,7 @@ func (p *Plugin) podHandler() cache.ResourceEventHandler {
 			p.cache.RemovePodIfPresent(pod.UID)
 			return
 		}
-		info, _ := p.podInfo(pod)
+		info, _, _ := p.podInfo(pod)
 		p.cache.AddPodIfAbsent(pod, info, pod.Spec.NodeName != "")
 	}
 	return eventhandler.For(ours, upsert, func(pod *corev1.Pod) { p.cache.RemovePodIfPresent(pod.UID) })

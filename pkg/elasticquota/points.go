@@ -53,15 +53,13 @@ func getState(cs fwk.CycleState) (*stateData, error) {
 // past its capability, or if a non-preemptible pod would take the queue's
 // non-preemptible use past its guarantee (SPEC §3.1, §3.5).
 func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	info, warning := p.podInfo(pod)
+	info, pre, warning := p.podInfo(pod)
 	if warning != "" {
 		p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "InvalidPreemptibility", "Scheduling", "%s", warning)
 	}
-	if info.NonPreemptible && coscheduling.IsElastic(cs) {
+	if pre == workload.SemiPreemptible && coscheduling.IsElastic(cs) {
 		// Elastic pods of a semi-preemptible gang are preemptible (SPEC §5.2).
-		if pre, _ := p.classifier.Of(pod, p.podGroupLabels(pod)); pre == workload.SemiPreemptible {
-			info.NonPreemptible = false
-		}
+		info.NonPreemptible = false
 	}
 	u := p.cache.Usage(info.Queue)
 	if !u.Exists {

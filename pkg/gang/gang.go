@@ -5,6 +5,7 @@ package gang
 
 import (
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -22,6 +23,12 @@ func Of(pod *corev1.Pod) (Key, bool) {
 		return "", false
 	}
 	return Key(pod.Namespace + "/" + name), true
+}
+
+// Split returns the PodGroup's namespace and name.
+func (k Key) Split() (namespace, name string) {
+	namespace, name, _ = strings.Cut(string(k), "/")
+	return namespace, name
 }
 
 // KeyOf is the Key of a PodGroup.

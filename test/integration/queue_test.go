@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
@@ -320,4 +321,49 @@ func TestShrinkAndQueueDeletion(t *testing.T) {
 
 	createQueue(t, builder.MakeQueue("shrink").Obj())
 	waitBound(t, ns, "late")
+}
+
+// TestQueueResolution: a pod's queue is its PodGroup's label, else its own,
+// else its namespace's (SPEC §1.1), seen through which queue's capability
+// refuses it; an invalid preemptibility label falls back to the priority
+// rule and leaves a warning event (SPEC §5.1).
+func TestQueueResolution(t *testing.T) {
+	ns := createNamespace(t, "queue-resolve")
+	ctx := context.Background()
+	nsObj, err := env.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels[v1alpha1.QueueLabel] = "from-ns"
+	if _, err := env.kube.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"from-ns", "from-pod", "from-pg"} {
+		createQueue(t, builder.MakeQueue(q).Capability(corev1.ResourceCPU, "1").Obj())
+	}
+	createNodes(t, builder.MakeNode("resolve-0").Obj())
+	startScheduler(t)
+
+	big := func(name string) *corev1.Pod {
+		return builder.MakePod(ns, name).Label(v1alpha1.PreemptibilityLabel, "sometimes").Req("cpu", "2").Obj()
+	}
+	pg := &schedv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "g", Labels: map[string]string{v1alpha1.QueueLabel: "from-pg"}},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 1},
+	}
+	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createPods(t,
+		big("in-ns"),
+		withLabel(big("own-label"), v1alpha1.QueueLabel, "from-pod"),
+		withLabel(withLabel(big("in-gang"), v1alpha1.QueueLabel, "from-pod"), "scheduling.x-k8s.io/pod-group", "g"),
+	)
+	waitPodEvent(t, ns, "in-ns", "queue from-ns has insufficient cpu quota")
+	waitPodEvent(t, ns, "own-label", "queue from-pod has insufficient cpu quota")
+	waitEvent(t, ns, "GangHeldByQueue event naming queue from-pg", func(e eventsv1.Event) bool {
+		return e.Regarding.Name == "g" && e.Reason == "GangHeldByQueue" && strings.Contains(e.Note, "queue from-pg has insufficient cpu quota")
+	})
+	waitPodEvent(t, ns, "own-label", `label cardinal.dev/preemptibility="sometimes" on the pod is not one of preemptible, non-preemptible, semi-preemptible`)
+	neverBound(t, ns, "in-ns", "own-label", "in-gang")
 }
