@@ -8,6 +8,7 @@ package cardmodel
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,6 +120,11 @@ func isAcceleratorResource(name string) bool {
 		return true
 	}
 	return strings.HasPrefix(name, "huawei.com/Ascend")
+}
+
+// Equal tells whether two detections are the same.
+func (n Node) Equal(o Node) bool {
+	return n.Product == o.Product && slices.Equal(n.Cards, o.Cards) && slices.Equal(n.Unlabelled, o.Unlabelled)
 }
 
 // ModelOf returns the card model of resource on this node, or "".
