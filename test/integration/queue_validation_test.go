@@ -28,6 +28,11 @@ func TestQueueValidation(t *testing.T) {
 			queue: builder.MakeQueue("valid").Guarantee(corev1.ResourceCPU, "8").Capability(corev1.ResourceCPU, "64").Card("NVIDIA-H200", 3, 6).Obj(),
 		},
 		{
+			// A guarantee of 0 is left out of the stored object.
+			name:  "card with a capability and no guarantee",
+			queue: builder.MakeQueue("borrow-only").Card("NVIDIA-H200", 0, 4).Obj(),
+		},
+		{
 			name:      "capability below guarantee",
 			queue:     builder.MakeQueue("cap-below").Guarantee(corev1.ResourceCPU, "8").Capability(corev1.ResourceCPU, "4").Obj(),
 			wantField: "spec.capability",

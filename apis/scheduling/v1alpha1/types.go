@@ -98,7 +98,9 @@ type QueueSpec struct {
 
 // CardQuota is a queue's quota for one card model.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.capability) || self.capability >= self.guarantee",message="capability must be at least guarantee",fieldPath=".capability"
+// A guarantee of 0 is omitted from the stored object, hence the has().
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.capability) || self.capability >= (has(self.guarantee) ? self.guarantee : 0)",message="capability must be at least guarantee",fieldPath=".capability"
 type CardQuota struct {
 	// Name is the card model, e.g. NVIDIA-H200 or NVIDIA-H200/mig-1g.18gb-mixed.
 	// +kubebuilder:validation:MinLength=1
