@@ -312,7 +312,7 @@ func TestHeldGangDoesNotHoldBackElasticPods(t *testing.T) {
 	f := newFixture(t)
 	a := f.gang("a", 1, 2, t0)
 	f.gang("held", 2, 2, t0.Add(time.Second))
-	f.p.mgr.holds.Hold("ns/held")
+	f.p.mgr.holds.Hold("ns/held", "test", "held by its queue")
 	f.schedule(a[0])
 	if code, _ := f.schedule(a[1]); code != fwk.Success {
 		t.Errorf("elastic pod behind a gang held by its queue: %v, want Success", code)

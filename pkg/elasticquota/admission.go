@@ -21,8 +21,8 @@ import (
 // PodGroup gets an event that says why, in numbers.
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	k, ok := gang.Of(pod)
-	if !ok {
-		return nil
+	if !ok || !p.cache.Synced() {
+		return nil // PreFilter waits for the cache and checks each pod
 	}
 	pg, err := p.podGroup(k)
 	if err != nil {
@@ -53,7 +53,8 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	msg := ""
 	if name, over := quota.Exceeded(u.Allocated, need, u.Capability); over {
 		free := u.Allocated.Clone()
-		free.Sub(p.cache.ElasticUsage(info.Queue, p.minOf))
+		elastic, _ := p.cache.ElasticUsage(info.Queue, p.minOf)
+		free.Sub(elastic)
 		if name, over = quota.Exceeded(free, need, u.Capability); over {
 			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; queue %s has insufficient %s quota: requested %s, would use %s, capability %s (its elastic pods counted as free)",
 				k, missing, info.Queue, name, quota.Format(name, need[name]), quota.Format(name, free[name]+need[name]), quota.Format(name, u.Capability[name]))
@@ -86,15 +87,6 @@ func (p *Plugin) podGroup(k gang.Key) (*schedv1alpha1.PodGroup, error) {
 	return p.podGroups.PodGroups(ns).Get(name)
 }
 
-func (p *Plugin) podGroupLabels(pod *corev1.Pod) map[string]string {
-	if k, ok := gang.Of(pod); ok {
-		if pg, err := p.podGroup(k); err == nil {
-			return pg.Labels
-		}
-	}
-	return nil
-}
-
 func (p *Plugin) minOf(k gang.Key) int32 {
 	if pg, err := p.podGroup(k); err == nil {
 		return pg.Spec.MinMember
@@ -105,25 +97,11 @@ func (p *Plugin) minOf(k gang.Key) int32 {
 // noteHeld marks the gang held and records an event on the PodGroup when
 // the reason it is held changes.
 func (p *Plugin) noteHeld(k gang.Key, msg string) {
-	if p.holds != nil {
-		p.holds.Hold(k)
-	}
-	p.heldMu.Lock()
-	changed := p.held[k] != msg
-	p.held[k] = msg
-	p.heldMu.Unlock()
-	if !changed {
+	if !p.holds.Hold(k, Name, msg) {
 		return
 	}
 	ns, name := k.Split()
 	p.handle.EventRecorder().Eventf(podgroups.EventRef(p.podGroups, ns, name), nil, corev1.EventTypeWarning, "GangHeldByQueue", "Admission", "%s", msg)
 }
 
-func (p *Plugin) forgetHeld(k gang.Key) {
-	if p.holds != nil {
-		p.holds.Release(k)
-	}
-	p.heldMu.Lock()
-	defer p.heldMu.Unlock()
-	delete(p.held, k)
-}
+func (p *Plugin) forgetHeld(k gang.Key) { p.holds.Release(k, Name) }

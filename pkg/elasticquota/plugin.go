@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -31,7 +30,6 @@ import (
 	cardinalinformers "cardinal.dev/cardinal/pkg/generated/informers/externalversions"
 	"cardinal.dev/cardinal/pkg/podgroups"
 	"cardinal.dev/cardinal/pkg/queuecache"
-	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/workload"
 )
 
@@ -40,18 +38,12 @@ const Name = "CardinalQueue"
 
 // Plugin is the CardinalQueue scheduler plugin.
 type Plugin struct {
-	handle       fwk.Handle
-	defaultQueue string
-	cache        *queuecache.Cache
-	classifier   *workload.Classifier
-	holds        *gang.Holds
-	podGroups    pglisters.PodGroupLister
-	namespaces   corelisters.NamespaceLister
-
-	// held remembers the last admission message per gang, so a held gang's
-	// PodGroup gets an event when the reason changes, not once per pod.
-	heldMu sync.Mutex
-	held   map[gang.Key]string
+	handle     fwk.Handle
+	cache      *queuecache.Cache
+	classifier *workload.Classifier
+	holds      *gang.Holds
+	podGroups  pglisters.PodGroupLister
+	resolver   *workload.Resolver
 }
 
 var (
@@ -72,6 +64,8 @@ type Shared struct {
 	PodGroups *podgroups.Source
 	// Holds are the gangs this plugin holds back, for the gang plugin to see.
 	Holds *gang.Holds
+	// Resolver finds pods' queues; this plugin sets it up from its args.
+	Resolver *workload.Resolver
 }
 
 // NewFactory returns the plugin's factory.
@@ -105,15 +99,18 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, shared Shared) (
 	}
 	queueFactory := cardinalinformers.NewSharedInformerFactory(cc, 0)
 	kube := h.SharedInformerFactory()
+	resolver := shared.Resolver
+	if resolver == nil {
+		resolver = &workload.Resolver{}
+	}
+	resolver.Init(pgLister, kube.Core().V1().Namespaces().Lister(), args.DefaultQueue)
 	p := &Plugin{
-		handle:       h,
-		defaultQueue: args.DefaultQueue,
-		cache:        qc,
-		classifier:   classifier,
-		holds:        shared.Holds,
-		podGroups:    pgLister,
-		namespaces:   kube.Core().V1().Namespaces().Lister(),
-		held:         map[gang.Key]string{},
+		handle:     h,
+		cache:      qc,
+		classifier: classifier,
+		holds:      shared.Holds,
+		podGroups:  pgLister,
+		resolver:   resolver,
 	}
 	classifier.SetOwnerListers(workload.OwnerListers{
 		ReplicaSets:  kube.Apps().V1().ReplicaSets().Lister(),
@@ -123,9 +120,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, shared Shared) (
 		Jobs:         kube.Batch().V1().Jobs().Lister(),
 		CronJobs:     kube.Batch().V1().CronJobs().Lister(),
 	})
-	if _, err := queueFactory.Scheduling().V1alpha1().Queues().Informer().AddEventHandler(p.queueHandler()); err != nil {
+	reg, err := queueFactory.Scheduling().V1alpha1().Queues().Informer().AddEventHandler(p.queueHandler())
+	if err != nil {
 		return nil, err
 	}
+	qc.AddSource(reg.HasSynced)
 	queueFactory.Start(ctx.Done())
 	for typ, ok := range queueFactory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -139,10 +138,19 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, shared Shared) (
 		shared.Controllers.SetDefaultQueue(args.DefaultQueue)
 		shared.Controllers.Start(ctx, h.KubeConfig(), h.ProfileName())
 	}
-	// Pods last: resolving a pod's queue reads PodGroups and namespaces.
-	if _, err := kube.Core().V1().Pods().Informer().AddEventHandler(p.podHandler()); err != nil {
+	// A pod seen before its namespace is charged to the wrong queue until
+	// the namespace arrives; a namespace relabelled moves its pods.
+	reg, err = kube.Core().V1().Namespaces().Informer().AddEventHandler(eventhandler.For(nil, p.reresolve, func(*corev1.Namespace) {}))
+	if err != nil {
 		return nil, err
 	}
+	qc.AddSource(reg.HasSynced)
+	// Pods last: resolving a pod's queue reads PodGroups and namespaces.
+	reg, err = kube.Core().V1().Pods().Informer().AddEventHandler(p.podHandler())
+	if err != nil {
+		return nil, err
+	}
+	qc.AddSource(reg.HasSynced)
 	return p, nil
 }
 
@@ -151,12 +159,7 @@ func (p *Plugin) Name() string { return Name }
 
 // QueueOf resolves a pod's queue (SPEC §1.1) and returns its PodGroup's labels too.
 func (p *Plugin) QueueOf(pod *corev1.Pod) (string, map[string]string) {
-	var nsLabels map[string]string
-	pgLabels := p.podGroupLabels(pod)
-	if ns, err := p.namespaces.Get(pod.Namespace); err == nil {
-		nsLabels = ns.Labels
-	}
-	return workload.QueueName(pgLabels, pod.Labels, nsLabels, p.defaultQueue), pgLabels
+	return p.resolver.QueueOf(pod)
 }
 
 // podInfo is what the cache charges a pod, with its preemptibility; warning
@@ -167,7 +170,7 @@ func (p *Plugin) podInfo(pod *corev1.Pod) (queuecache.PodInfo, workload.Preempti
 	k, _ := gang.Of(pod)
 	return queuecache.PodInfo{
 		Queue:          queue,
-		Request:        quota.PodRequests(pod),
+		Request:        p.cache.Request(pod),
 		NonPreemptible: pre != workload.Preemptible,
 		Gang:           k,
 	}, pre, warning
@@ -181,13 +184,42 @@ func (p *Plugin) podHandler() cache.ResourceEventHandler {
 			return
 		}
 		info, _, _ := p.podInfo(pod)
-		p.cache.AddPodIfAbsent(pod, info, pod.Spec.NodeName != "")
+		p.cache.AddPodIfAbsent(pod, info, pod.Spec.NodeName)
 	}
 	return eventhandler.For(ours, upsert, func(pod *corev1.Pod) { p.cache.RemovePodIfPresent(pod.UID) })
 }
 
+// reresolve charges the pods of a namespace again, to the queue its labels
+// now give them.
+func (p *Plugin) reresolve(ns *corev1.Namespace) {
+	for _, pod := range p.cache.PodsIn(ns.Name) {
+		info, _, _ := p.podInfo(pod)
+		p.cache.UpdatePodIfPresent(pod, info)
+	}
+}
+
+// queueHandler records Queues; a Queue whose volcano.sh/card.quota
+// annotation cannot be read gets an event that says how to fix it, once
+// per distinct problem (status writes update the Queue all the time).
 func (p *Plugin) queueHandler() cache.ResourceEventHandler {
-	return eventhandler.For(nil, p.cache.UpsertQueue, func(q *v1alpha1.Queue) { p.cache.DeleteQueue(q.Name) })
+	var mu sync.Mutex
+	reported := map[string]string{}
+	upsert := func(q *v1alpha1.Queue) {
+		err := p.cache.UpsertQueue(q)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		mu.Lock()
+		changed := reported[q.Name] != msg
+		reported[q.Name] = msg
+		mu.Unlock()
+		if err != nil && changed {
+			ref := &corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Queue", Name: q.Name, UID: q.UID}
+			p.handle.EventRecorder().Eventf(ref, nil, corev1.EventTypeWarning, "InvalidCardQuota", "Admission", "%v", err)
+		}
+	}
+	return eventhandler.For(nil, upsert, func(q *v1alpha1.Queue) { p.cache.DeleteQueue(q.Name) })
 }
 
 // ensureQueue creates the default queue if it does not exist, as Volcano

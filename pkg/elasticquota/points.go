@@ -48,11 +48,29 @@ func getState(cs fwk.CycleState) (*stateData, error) {
 	return s, nil
 }
 
+// PodInfoOf is what this cycle's PreFilter found of the pod: its queue,
+// whether it is charged as non-preemptible, and its gang. The card quota
+// plugin reads it so that both plugins judge the pod alike.
+func PodInfoOf(cs fwk.CycleState) (queuecache.PodInfo, error) {
+	s, err := getState(cs)
+	if err != nil {
+		return queuecache.PodInfo{}, fmt.Errorf("%w: enable %s before the plugins that read it", err, Name)
+	}
+	return s.info, nil
+}
+
 // PreFilter finds the pod's queue and refuses the pod, before any node is
 // looked at, if the queue does not exist, if the pod would take the queue
 // past its capability, or if a non-preemptible pod would take the queue's
 // non-preemptible use past its guarantee (SPEC §3.1, §3.5).
-func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+//
+// Until the informers have delivered every pod, node and Queue (just after
+// a start or restart), it waits: counts still being rebuilt would let the
+// queue go over its capability (SPEC §3.1).
+func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if err := p.cache.WaitForSync(ctx); err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("waiting for the queue cache to sync: %w", err))
+	}
 	info, pre, warning := p.podInfo(pod)
 	if warning != "" {
 		p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "InvalidPreemptibility", "Scheduling", "%s", warning)
@@ -129,7 +147,7 @@ func (p *Plugin) adjust(cs fwk.CycleState, other *corev1.Pod, op func(r, b quota
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	info, _, ok := p.cache.Pod(other.UID)
+	info, _, _, ok := p.cache.Pod(other.UID)
 	if !ok || info.Queue != s.info.Queue {
 		return nil
 	}
@@ -140,17 +158,19 @@ func (p *Plugin) adjust(cs fwk.CycleState, other *corev1.Pod, op func(r, b quota
 	return nil
 }
 
-// Reserve charges the pod to its queue, by UID.
-func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+// Reserve charges the pod to its queue, by UID: its resources, and one unit
+// per card of the models of the node it is placed on (SPEC §4.1), which
+// the card quota plugin's Filter checked against the same cache.
+func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	s, err := getState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	p.cache.AddPodIfAbsent(pod, s.info, true)
+	p.cache.AddPodIfAbsent(pod, s.info, nodeName)
 	return nil
 }
 
-// Unreserve gives back exactly what Reserve charged.
+// Unreserve gives back exactly what Reserve charged, resources and cards.
 func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	p.cache.Unplace(pod.UID)
 }

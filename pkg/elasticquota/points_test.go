@@ -25,8 +25,8 @@ func TestPreemptionSimulation(t *testing.T) {
 	victim.UID = "victim"
 	other := builder.MakePod("ns", "other").Obj()
 	other.UID = "other"
-	qc.AddPodIfAbsent(victim, queuecache.PodInfo{Queue: "a", Request: cpu(1000), NonPreemptible: true}, true)
-	qc.AddPodIfAbsent(other, queuecache.PodInfo{Queue: "b", Request: cpu(1000)}, true)
+	qc.AddPodIfAbsent(victim, queuecache.PodInfo{Queue: "a", Request: cpu(1000), NonPreemptible: true}, "n1")
+	qc.AddPodIfAbsent(other, queuecache.PodInfo{Queue: "b", Request: cpu(1000)}, "n1")
 
 	s := &stateData{
 		info:           queuecache.PodInfo{Queue: "a", Request: cpu(1000), NonPreemptible: true},

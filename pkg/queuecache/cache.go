@@ -1,8 +1,13 @@
 // Package queuecache is the one place where queue usage lives: each queue's
-// guarantee, capability and weight, and what its pods use, keyed by pod UID.
-// Informer events (binds, deletions, completions) and Reserve/Unreserve all
-// land here through idempotent add/remove, so nothing is counted twice or
-// lost, and the numbers rebuild from the cluster after a restart.
+// guarantee, capability, weight and card quota, and what its pods use,
+// keyed by pod UID, in resources and in cards of each model. Informer
+// events (binds, deletions, completions) and Reserve/Unreserve all land here
+// through idempotent add/remove, so nothing is counted twice or lost, and
+// the numbers rebuild from the cluster after a restart.
+//
+// A placed pod is charged cards of the model of the node it is on (SPEC
+// §4.1), so the cache also keeps each node's card models (nodes.go), fed
+// by the node informer and read by Filter without detecting anything.
 //
 // One lock guards everything. Methods ending in Locked expect it held. No
 // API call and no lister call is made under it.
@@ -10,12 +15,14 @@ package queuecache
 
 import (
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/cardmodel"
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/quota"
 )
@@ -34,6 +41,20 @@ type Usage struct {
 	NonPreemptible quota.Resources
 	// Pending is what pods not yet placed ask for.
 	Pending quota.Resources
+	// Cards is the quota and use of each card model the queue lists or uses.
+	Cards map[string]CardUsage
+}
+
+// CardUsage is a queue's quota and use of one card model, in cards.
+type CardUsage struct {
+	// Listed is false for a model the queue has no quota for (it may still
+	// be in use, after the Queue was edited): it may not be used.
+	Listed                bool
+	Guarantee, Capability int64
+	// Allocated is what bound and reserved pods use.
+	Allocated int64
+	// NonPreemptible is the part of Allocated used by non-preemptible pods.
+	NonPreemptible int64
 }
 
 // PodInfo is what the cache records of a pod.
@@ -48,9 +69,14 @@ type PodInfo struct {
 
 type podEntry struct {
 	PodInfo
-	pod    *corev1.Pod
-	placed bool
+	pod *corev1.Pod
+	// node is where the pod is bound or reserved; "" while it is pending.
+	node string
+	// cards is what the pod is charged in cards of each model, once placed.
+	cards map[string]int64
 }
+
+func (e *podEntry) placed() bool { return e.node != "" }
 
 type queueState struct {
 	spec           *v1alpha1.Queue
@@ -59,6 +85,16 @@ type queueState struct {
 	allocated      quota.Resources
 	nonPreemptible quota.Resources
 	pending        quota.Resources
+	cards          map[string]*CardUsage
+}
+
+func (q *queueState) card(model string) *CardUsage {
+	c := q.cards[model]
+	if c == nil {
+		c = &CardUsage{}
+		q.cards[model] = c
+	}
+	return c
 }
 
 // Cache holds every queue's usage.
@@ -68,30 +104,67 @@ type Cache struct {
 	pods   map[types.UID]*podEntry
 	// gangPlaced counts each gang's placed pods.
 	gangPlaced map[gang.Key]int
+	// inNamespace indexes pods by namespace.
+	inNamespace map[string]map[types.UID]*podEntry
+	// nodes are the card models of each node; podsOn indexes placed pods by node.
+	nodes  map[string]cardmodel.Node
+	podsOn map[string]map[types.UID]*podEntry
+	// cardResources are resources some node carries as cards, beyond the
+	// well-known ones.
+	cardResources map[corev1.ResourceName]bool
+	// cardUnlimitedCPUMemory: pods that use cards are not charged cpu/memory.
+	cardUnlimitedCPUMemory bool
+	// sources are the informer handlers that feed the cache.
+	sources []func() bool
+	synced  atomic.Bool
 }
 
 // New returns an empty cache.
 func New() *Cache {
-	return &Cache{queues: map[string]*queueState{}, pods: map[types.UID]*podEntry{}, gangPlaced: map[gang.Key]int{}}
+	return &Cache{
+		queues: map[string]*queueState{}, pods: map[types.UID]*podEntry{}, gangPlaced: map[gang.Key]int{}, inNamespace: map[string]map[types.UID]*podEntry{},
+		nodes: map[string]cardmodel.Node{}, podsOn: map[string]map[types.UID]*podEntry{}, cardResources: map[corev1.ResourceName]bool{},
+	}
 }
 
 func (c *Cache) queueLocked(name string) *queueState {
 	q := c.queues[name]
 	if q == nil {
-		q = &queueState{allocated: quota.Resources{}, nonPreemptible: quota.Resources{}, pending: quota.Resources{}}
+		q = &queueState{allocated: quota.Resources{}, nonPreemptible: quota.Resources{}, pending: quota.Resources{}, cards: map[string]*CardUsage{}}
 		c.queues[name] = q
 	}
 	return q
 }
 
-// UpsertQueue records a Queue's spec.
-func (c *Cache) UpsertQueue(q *v1alpha1.Queue) {
+// UpsertQueue records a Queue's spec and card quota. An invalid
+// volcano.sh/card.quota annotation is returned as an error for the caller
+// to report; spec.cards is recorded all the same.
+func (c *Cache) UpsertQueue(q *v1alpha1.Queue) error {
+	cards, err := cardmodel.QueueCards(q)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.queueLocked(q.Name)
 	s.spec = q
 	s.guarantee = quota.FromList(q.Spec.Guarantee)
 	s.capability = quota.FromList(q.Spec.Capability)
+	setCardQuotaLocked(s, cards)
+	return err
+}
+
+// setCardQuotaLocked replaces a queue's card quota, keeping what its pods use.
+func setCardQuotaLocked(s *queueState, cards map[string]cardmodel.Quota) {
+	for model, u := range s.cards {
+		if _, ok := cards[model]; !ok {
+			u.Listed, u.Guarantee, u.Capability = false, 0, 0
+			if u.Allocated == 0 {
+				delete(s.cards, model)
+			}
+		}
+	}
+	for model, q := range cards {
+		u := s.card(model)
+		u.Listed, u.Guarantee, u.Capability = true, q.Guarantee, q.Capability
+	}
 }
 
 // DeleteQueue forgets a Queue's spec; what its pods use is kept, so it is
@@ -101,28 +174,70 @@ func (c *Cache) DeleteQueue(name string) {
 	defer c.mu.Unlock()
 	if s := c.queues[name]; s != nil {
 		s.spec, s.guarantee, s.capability = nil, nil, nil
+		setCardQuotaLocked(s, nil)
 	}
 }
 
-// AddPodIfAbsent records a pod as placed (bound or reserved) or pending,
-// replacing whatever was recorded for its UID: calling it again with the
-// same pod changes nothing. A pod recorded as placed stays placed (only
-// Unplace and RemovePodIfPresent take that back: an informer update that
-// arrives between Reserve and bind must not drop the reservation), and keeps
-// the NonPreemptible decision it was reserved with.
-func (c *Cache) AddPodIfAbsent(pod *corev1.Pod, info PodInfo, placed bool) {
+// AddPodIfAbsent records a pod as placed (bound or reserved) on node, or
+// pending when node is "", replacing whatever was recorded for its UID:
+// calling it again with the same pod changes nothing. A placed pod is
+// charged cards of its node's models. A pod recorded as placed stays placed
+// where it was (only Unplace and RemovePodIfPresent take that back: an
+// informer update that arrives between Reserve and bind must not drop the
+// reservation), and keeps the NonPreemptible decision it was reserved with.
+func (c *Cache) AddPodIfAbsent(pod *corev1.Pod, info PodInfo, node string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var oldCards map[string]int64
 	if old := c.pods[pod.UID]; old != nil {
-		if old.placed {
-			placed = true
+		if old.placed() {
+			node = old.node
 			info.NonPreemptible = old.NonPreemptible
+			oldCards = old.cards
 		}
 		c.removeLocked(old)
 	}
-	e := &podEntry{PodInfo: info, pod: pod, placed: placed}
+	e := &podEntry{PodInfo: info, pod: pod, node: node}
+	if node != "" {
+		e.cards = c.cardsLocked(e, oldCards)
+	}
 	c.pods[pod.UID] = e
 	c.addLocked(e)
+	in := c.inNamespace[pod.Namespace]
+	if in == nil {
+		in = map[types.UID]*podEntry{}
+		c.inNamespace[pod.Namespace] = in
+	}
+	in[pod.UID] = e
+}
+
+// UpdatePodIfPresent records a pod's info anew, where it is placed or
+// pending, only if the pod is still recorded: a pod deleted meanwhile is
+// not brought back.
+func (c *Cache) UpdatePodIfPresent(pod *corev1.Pod, info PodInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.pods[pod.UID]
+	if old == nil {
+		return
+	}
+	c.removeLocked(old)
+	if old.placed() {
+		info.NonPreemptible = old.NonPreemptible
+	}
+	old.PodInfo = info
+	c.addLocked(old)
+}
+
+// PodsIn lists the pods recorded in a namespace.
+func (c *Cache) PodsIn(namespace string) []*corev1.Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*corev1.Pod, 0, len(c.inNamespace[namespace]))
+	for _, e := range c.inNamespace[namespace] {
+		out = append(out, e.pod)
+	}
+	return out
 }
 
 // RemovePodIfPresent forgets a pod; calling it again changes nothing.
@@ -132,23 +247,30 @@ func (c *Cache) RemovePodIfPresent(uid types.UID) {
 	if old := c.pods[uid]; old != nil {
 		c.removeLocked(old)
 		delete(c.pods, uid)
+		if in := c.inNamespace[old.pod.Namespace]; in != nil {
+			delete(in, uid)
+			if len(in) == 0 {
+				delete(c.inNamespace, old.pod.Namespace)
+			}
+		}
 	}
 }
 
-// Unplace marks a reserved pod pending again (Unreserve), if it is placed.
+// Unplace marks a reserved pod pending again (Unreserve), if it is placed,
+// giving back exactly the resources and cards it was charged.
 func (c *Cache) Unplace(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.pods[uid]; e != nil && e.placed {
+	if e := c.pods[uid]; e != nil && e.placed() {
 		c.removeLocked(e)
-		e.placed = false
+		e.node, e.cards = "", nil
 		c.addLocked(e)
 	}
 }
 
 func (c *Cache) addLocked(e *podEntry) {
 	q := c.queueLocked(e.Queue)
-	if !e.placed {
+	if !e.placed() {
 		q.pending.Add(e.Request)
 		return
 	}
@@ -156,14 +278,27 @@ func (c *Cache) addLocked(e *podEntry) {
 	if e.NonPreemptible {
 		q.nonPreemptible.Add(e.Request)
 	}
+	for model, n := range e.cards {
+		u := q.card(model)
+		u.Allocated += n
+		if e.NonPreemptible {
+			u.NonPreemptible += n
+		}
+	}
 	if e.Gang != "" {
 		c.gangPlaced[e.Gang]++
 	}
+	on := c.podsOn[e.node]
+	if on == nil {
+		on = map[types.UID]*podEntry{}
+		c.podsOn[e.node] = on
+	}
+	on[e.pod.UID] = e
 }
 
 func (c *Cache) removeLocked(e *podEntry) {
 	q := c.queueLocked(e.Queue)
-	if !e.placed {
+	if !e.placed() {
 		q.pending.Sub(e.Request)
 		return
 	}
@@ -171,21 +306,38 @@ func (c *Cache) removeLocked(e *podEntry) {
 	if e.NonPreemptible {
 		q.nonPreemptible.Sub(e.Request)
 	}
+	for model, n := range e.cards {
+		u := q.card(model)
+		u.Allocated -= n
+		if e.NonPreemptible {
+			u.NonPreemptible -= n
+		}
+		if u.Allocated == 0 && !u.Listed {
+			delete(q.cards, model)
+		}
+	}
 	if e.Gang != "" {
 		if c.gangPlaced[e.Gang]--; c.gangPlaced[e.Gang] <= 0 {
 			delete(c.gangPlaced, e.Gang)
 		}
 	}
+	if on := c.podsOn[e.node]; on != nil {
+		delete(on, e.pod.UID)
+		if len(on) == 0 {
+			delete(c.podsOn, e.node)
+		}
+	}
 }
 
-// Pod returns what is recorded of a pod.
-func (c *Cache) Pod(uid types.UID) (PodInfo, bool, bool) {
+// Pod returns what is recorded of a pod: what it is charged, the cards it
+// is charged (when placed), whether it is placed, and whether it is known.
+func (c *Cache) Pod(uid types.UID) (PodInfo, map[string]int64, bool, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if e := c.pods[uid]; e != nil {
-		return e.PodInfo, e.placed, true
+		return e.PodInfo, e.cards, e.placed(), true
 	}
-	return PodInfo{}, false, false
+	return PodInfo{}, nil, false, false
 }
 
 // Usage returns a copy of a queue's numbers.
@@ -202,6 +354,7 @@ func (c *Cache) usageLocked(name string) Usage {
 		return u
 	}
 	u.Allocated, u.NonPreemptible, u.Pending = s.allocated.Clone(), s.nonPreemptible.Clone(), s.pending.Clone()
+	u.Cards = cardsCopy(s)
 	if s.spec != nil {
 		u.Exists = true
 		u.Weight = max(s.spec.Spec.Weight, 1)
@@ -222,29 +375,56 @@ func (c *Cache) All() []Usage {
 	return out
 }
 
-// ElasticUsage is what the elastic pods of the queue's gangs use: pods placed
-// beyond their gang's min, chosen as pkg/gang chooses them. It is counted
-// as free when a gang of the same queue asks to be admitted (SPEC §3.4).
-// O(placed pods of the queue's gangs); called only when admission would fail.
-func (c *Cache) ElasticUsage(queue string, minOf func(gang.Key) int32) quota.Resources {
+// Cards returns a copy of a queue's card quota and use.
+func (c *Cache) Cards(queue string) map[string]CardUsage {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if s := c.queues[queue]; s != nil {
+		return cardsCopy(s)
+	}
+	return map[string]CardUsage{}
+}
+
+func cardsCopy(s *queueState) map[string]CardUsage {
+	out := make(map[string]CardUsage, len(s.cards))
+	for model, u := range s.cards {
+		out[model] = *u
+	}
+	return out
+}
+
+// ElasticUsage is what the elastic pods of the queue's gangs use, in
+// resources and in cards: pods placed beyond their gang's min, chosen as
+// pkg/gang chooses them. It is counted as free when a gang of the same queue
+// asks to be admitted (SPEC §3.4). O(placed pods of the queue's gangs);
+// called only when admission would fail.
+func (c *Cache) ElasticUsage(queue string, minOf func(gang.Key) int32) (quota.Resources, map[string]int64) {
+	type charge struct {
+		req   quota.Resources
+		cards map[string]int64
+	}
 	c.mu.RLock()
 	byGang := map[gang.Key][]*corev1.Pod{}
-	req := map[types.UID]quota.Resources{}
+	charges := map[types.UID]charge{}
 	for uid, e := range c.pods {
-		if e.placed && e.Queue == queue && e.Gang != "" {
+		if e.placed() && e.Queue == queue && e.Gang != "" {
 			byGang[e.Gang] = append(byGang[e.Gang], e.pod)
-			req[uid] = e.Request
+			charges[uid] = charge{e.Request, e.cards}
 		}
 	}
 	c.mu.RUnlock()
-	out := quota.Resources{}
+	res, cards := quota.Resources{}, map[string]int64{}
 	for k, pods := range byGang {
 		_, elastic := gang.SplitElastic(minOf(k), pods)
 		for _, p := range elastic {
-			out.Add(req[p.UID])
+			ch := charges[p.UID]
+			res.Add(ch.req)
+			for model, n := range ch.cards {
+				cards[model] += n
+			}
 		}
 	}
-	return out
+	return res, cards
 }
 
 // GangPlaced counts a gang's placed pods.

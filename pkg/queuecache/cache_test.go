@@ -26,13 +26,13 @@ func TestIdempotentAccounting(t *testing.T) {
 		allocated, nonPre, pend int64
 		gangPlaced              int
 	}{
-		{"pending pod seen", func(c *Cache) { c.AddPodIfAbsent(pod, info, false) }, 0, 0, 1000, 0},
-		{"seen again", func(c *Cache) { c.AddPodIfAbsent(pod, info, false) }, 0, 0, 1000, 0},
-		{"reserved", func(c *Cache) { c.AddPodIfAbsent(pod, info, true) }, 1000, 1000, 0, 1},
-		{"reserved twice", func(c *Cache) { c.AddPodIfAbsent(pod, info, true) }, 1000, 1000, 0, 1},
+		{"pending pod seen", func(c *Cache) { c.AddPodIfAbsent(pod, info, "") }, 0, 0, 1000, 0},
+		{"seen again", func(c *Cache) { c.AddPodIfAbsent(pod, info, "") }, 0, 0, 1000, 0},
+		{"reserved", func(c *Cache) { c.AddPodIfAbsent(pod, info, "n1") }, 1000, 1000, 0, 1},
+		{"reserved twice", func(c *Cache) { c.AddPodIfAbsent(pod, info, "n1") }, 1000, 1000, 0, 1},
 		{"unreserved", func(c *Cache) { c.Unplace(pod.UID) }, 0, 0, 1000, 0},
 		{"unreserved twice", func(c *Cache) { c.Unplace(pod.UID) }, 0, 0, 1000, 0},
-		{"bound (informer)", func(c *Cache) { c.AddPodIfAbsent(pod, info, true) }, 1000, 1000, 0, 1},
+		{"bound (informer)", func(c *Cache) { c.AddPodIfAbsent(pod, info, "n1") }, 1000, 1000, 0, 1},
 		{"deleted", func(c *Cache) { c.RemovePodIfPresent(pod.UID) }, 0, 0, 0, 0},
 		{"deleted twice", func(c *Cache) { c.RemovePodIfPresent(pod.UID) }, 0, 0, 0, 0},
 	}
@@ -54,8 +54,8 @@ func TestReserveDecisionKept(t *testing.T) {
 	pod := builder.MakePod("ns", "p").Obj()
 	pod.UID = "p"
 	c := New()
-	c.AddPodIfAbsent(pod, PodInfo{Queue: "a", Request: cpu(500)}, true)
-	c.AddPodIfAbsent(pod, PodInfo{Queue: "a", Request: cpu(500), NonPreemptible: true}, true)
+	c.AddPodIfAbsent(pod, PodInfo{Queue: "a", Request: cpu(500)}, "n1")
+	c.AddPodIfAbsent(pod, PodInfo{Queue: "a", Request: cpu(500), NonPreemptible: true}, "")
 	if u := c.Usage("a"); len(u.NonPreemptible) != 0 {
 		t.Errorf("non-preemptible use %v, want none", u.NonPreemptible)
 	}

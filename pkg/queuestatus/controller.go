@@ -15,6 +15,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/cardmodel"
 	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/workload"
 )
@@ -59,9 +60,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			return reconcile.Result{}, err
 		}
 	}
-	in := Input{Queues: queues.Items, Capacity: quota.Resources{}, Allocated: map[string]quota.Resources{}, Pending: map[string]quota.Resources{}}
-	for _, n := range nodes.Items {
-		in.Capacity.Add(quota.FromList(n.Status.Allocatable))
+	in := Input{Queues: queues.Items, Capacity: quota.Resources{}, Allocated: map[string]quota.Resources{}, Pending: map[string]quota.Resources{}, Cards: map[string]map[string]int64{}}
+	models := make(map[string]cardmodel.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		in.Capacity.Add(quota.FromList(nodes.Items[i].Status.Allocatable))
+		models[nodes.Items[i].Name] = cardmodel.Detect(&nodes.Items[i])
 	}
 	delete(in.Capacity, corev1.ResourcePods)
 	nsLabels := map[string]map[string]string{}
@@ -90,6 +93,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			into[q] = quota.Resources{}
 		}
 		into[q].Add(quota.PodRequests(p))
+		if cards := models[p.Spec.NodeName].PodCards(p); len(cards) > 0 {
+			if in.Cards[q] == nil {
+				in.Cards[q] = map[string]int64{}
+			}
+			for model, n := range cards {
+				in.Cards[q][model] += n
+			}
+		}
 	}
 	statuses := Compute(in, metav1.Now())
 	for i := range queues.Items {
@@ -118,6 +129,7 @@ func equalStatus(a, b v1alpha1.QueueStatus) bool {
 	}
 	x, y := strip(a), strip(b)
 	return reflect.DeepEqual(x.Conditions, y.Conditions) && x.AllocatedSummary == y.AllocatedSummary &&
+		reflect.DeepEqual(x.Cards, y.Cards) && x.CardSummary == y.CardSummary &&
 		quota.FromList(x.Allocated).String() == quota.FromList(y.Allocated).String() &&
 		quota.FromList(x.Deserved).String() == quota.FromList(y.Deserved).String()
 }

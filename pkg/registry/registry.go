@@ -19,19 +19,21 @@ import (
 )
 
 // Options registers every Cardinal plugin with kube-scheduler's command.
-// The plugins share one queue cache, one preemptibility classifier, one
-// PodGroup informer, the set of gangs held back by their queue, and one
-// runner of the status controllers.
+// The plugins share one queue cache (resources and cards), one queue
+// resolver, one preemptibility classifier, one PodGroup informer, the set of
+// gangs held back by their queue, and one runner of the status controllers.
 func Options() []app.Option {
 	classifier := workload.NewClassifier()
 	runner := controllers.NewRunner()
 	podGroups := &podgroups.Source{}
 	holds := gang.NewHolds()
-	shared := elasticquota.Shared{Queues: queuecache.New(), Classifier: classifier, Controllers: runner, PodGroups: podGroups, Holds: holds}
+	queues := queuecache.New()
+	resolver := &workload.Resolver{}
+	shared := elasticquota.Shared{Queues: queues, Classifier: classifier, Controllers: runner, PodGroups: podGroups, Holds: holds, Resolver: resolver}
 	return []app.Option{
 		app.WithPlugin(coscheduling.Name, coscheduling.NewFactory(runner, podGroups, holds)),
 		app.WithPlugin(elasticquota.Name, elasticquota.NewFactory(shared)),
-		app.WithPlugin(cardquota.Name, cardquota.New),
+		app.WithPlugin(cardquota.Name, cardquota.NewFactory(cardquota.Shared{Queues: queues, Resolver: resolver, PodGroups: podGroups, Holds: holds})),
 		app.WithPlugin(preemption.Name, preemption.NewFactory(classifier)),
 	}
 }

@@ -22,6 +22,7 @@ import (
 func TestPluginsCheckTheirArgs(t *testing.T) {
 	queueFactory := elasticquota.NewFactory(elasticquota.Shared{Queues: queuecache.New(), Classifier: workload.NewClassifier()})
 	gangFactory := coscheduling.NewFactory(nil, nil, nil)
+	cardFactory := cardquota.NewFactory(cardquota.Shared{})
 	tests := []struct {
 		name    string
 		factory frameworkruntime.PluginFactory
@@ -33,8 +34,8 @@ func TestPluginsCheckTheirArgs(t *testing.T) {
 		{"gang wrong type", gangFactory, &config.CardinalQueueArgs{}, "want args of type CardinalGangArgs"},
 		{"queue invalid", queueFactory, &config.CardinalQueueArgs{DefaultQueue: "A B"}, "pluginConfig[CardinalQueue].args.defaultQueue"},
 		{"queue wrong type", queueFactory, &config.CardinalGangArgs{}, "want args of type CardinalQueueArgs"},
-		{"card quota valid", cardquota.New, &config.CardinalCardQuotaArgs{}, ""},
-		{"card quota wrong type", cardquota.New, &config.CardinalGangArgs{}, "want args of type CardinalCardQuotaArgs"},
+		{"card quota without the shared queue cache", cardFactory, &config.CardinalCardQuotaArgs{}, "shares the queue cache of CardinalQueue"},
+		{"card quota wrong type", cardFactory, &config.CardinalGangArgs{}, "want args of type CardinalCardQuotaArgs"},
 		{"preemption valid", preemption.NewFactory(workload.NewClassifier()), &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100}, ""},
 		{"preemption invalid", preemption.New, &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 2_000_000_000}, "pluginConfig[CardinalPreemption].args.preemptibleBelowPriority"},
 	}

@@ -84,11 +84,20 @@ func (p *PodWrapper) Req(name corev1.ResourceName, qty string) *PodWrapper {
 }
 
 // GPU requests count whole cards (request and limit, as extended resources need).
-func (p *PodWrapper) GPU(count int) *PodWrapper {
+func (p *PodWrapper) GPU(count int) *PodWrapper { return p.Extended(GPUResource, count) }
+
+// Extended requests count of an extended resource, such as a MIG slice or
+// an MPS share (request and limit, as extended resources need).
+func (p *PodWrapper) Extended(name corev1.ResourceName, count int) *PodWrapper {
 	q := *resource.NewQuantity(int64(count), resource.DecimalSI)
-	p.Spec.Containers[0].Resources.Requests[GPUResource] = q
-	p.Spec.Containers[0].Resources.Limits[GPUResource] = q
+	p.Spec.Containers[0].Resources.Requests[name] = q
+	p.Spec.Containers[0].Resources.Limits[name] = q
 	return p
+}
+
+// CardName sets the card models the pod may use, in order of preference.
+func (p *PodWrapper) CardName(models string) *PodWrapper {
+	return p.Annotation(v1alpha1.CardNameAnnotation, models)
 }
 
 // Label sets a label.

@@ -1,0 +1,140 @@
+package cardquota
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/cardmodel"
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/podgroups"
+	"cardinal.dev/cardinal/pkg/queuecache"
+)
+
+// PreEnqueue holds a gang back, so that none of its pods is even tried,
+// while the cards the rest of its min needs cannot fit its queue's card
+// quota, counting the queue's own elastic pods as free (SPEC §1.2, §3.4).
+// What the gang needs is its PodGroup's card-request annotation (or
+// volcano.sh/card.request), scaled to the members still missing; without
+// one, this pod's cards for each missing member. The PodGroup gets an event
+// that says why, in cards.
+func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
+	k, ok := gang.Of(pod)
+	if !ok || !p.resolver.Ready() || !p.cache.Synced() {
+		return nil // PreFilter waits for the cache and checks each pod
+	}
+	ns, name := k.Split()
+	pg, err := p.podGroups.PodGroups(ns).Get(name)
+	if err != nil {
+		return nil // the gang plugin says the PodGroup is missing
+	}
+	missing := int64(pg.Spec.MinMember) - int64(p.cache.GangPlaced(k))
+	if missing <= 0 {
+		p.holds.Release(k, Name)
+		return nil
+	}
+	queue, _ := p.resolver.QueueOf(pod)
+	cards := p.cache.Cards(queue)
+	var msg string
+	reqs, err := p.gangRequests(pod, pg, missing, cards)
+	if err != nil {
+		msg = fmt.Sprintf("gang %s is held: %v", k, err)
+	} else if short := shortfall(queue, reqs, cards, nil); short != "" {
+		_, elastic := p.cache.ElasticUsage(queue, p.minOf)
+		if short = shortfall(queue, reqs, cards, elastic); short != "" {
+			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; %s (its elastic pods counted as free)", k, missing, short)
+		}
+	}
+	if msg == "" {
+		p.holds.Release(k, Name)
+		return nil
+	}
+	if p.holds.Hold(k, Name, msg) {
+		p.handle.EventRecorder().Eventf(podgroups.EventRef(p.podGroups, ns, name), nil, corev1.EventTypeWarning, "GangHeldByCardQuota", "Admission", "%s", msg)
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+}
+
+// gangRequests is what the rest of a gang's min needs in cards.
+func (p *Plugin) gangRequests(pod *corev1.Pod, pg *schedv1alpha1.PodGroup, missing int64, cards map[string]queuecache.CardUsage) ([]cardmodel.Request, error) {
+	if v, from, ok := cardmodel.Annotation(pg.Annotations, v1alpha1.CardRequestAnnotation, v1alpha1.VolcanoCardRequestAnnotation); ok {
+		reqs, err := cardmodel.ParseRequest(v)
+		if err != nil {
+			return nil, fmt.Errorf("PodGroup %s/%s: annotation %s is invalid: %v", pg.Namespace, pg.Name, from, err)
+		}
+		if minMember := int64(pg.Spec.MinMember); minMember > 0 {
+			for i := range reqs {
+				reqs[i].Count = (reqs[i].Count*missing + minMember - 1) / minMember
+			}
+		}
+		return reqs, nil
+	}
+	names, err := cardNames(pod)
+	if err != nil {
+		return nil, nil // PreFilter refuses the pod and says why
+	}
+	var reqs []cardmodel.Request
+	for r, n := range cardmodel.CardRequests(pod, p.cache.IsCardResource) {
+		models := names
+		if len(models) == 0 {
+			// Any model the queue lists that this resource is. A queue that
+			// lists none may still use cards without a model (SPEC §1.4):
+			// Filter decides those.
+			for m, u := range cards {
+				if u.Listed && cardmodel.Matches(m, r) {
+					models = append(models, m)
+				}
+			}
+			sort.Strings(models)
+		}
+		if len(models) > 0 {
+			reqs = append(reqs, cardmodel.Request{Models: models, Count: n * missing})
+		}
+	}
+	return reqs, nil
+}
+
+// shortfall says, per SPEC §4.6, the first request that does not fit the
+// queue's card quota, its alternatives taken in order and freed counted as
+// available; "" when all fit.
+func shortfall(queue string, reqs []cardmodel.Request, cards map[string]queuecache.CardUsage, freed map[string]int64) string {
+	room := map[string]int64{}
+	for m, u := range cards {
+		if u.Listed {
+			room[m] = max(0, u.Capability-u.Allocated+freed[m])
+		}
+	}
+	for _, r := range reqs {
+		need := r.Count
+		for _, m := range r.Models {
+			take := min(need, room[m])
+			room[m] -= take
+			need -= take
+		}
+		if need == 0 {
+			continue
+		}
+		var used, capability int64
+		for _, m := range r.Models {
+			used += cards[m].Allocated - freed[m]
+			capability += cards[m].Capability
+		}
+		return fmt.Sprintf("queue %s has insufficient %s quota: requested %d, would use %d, capability %d",
+			queue, strings.Join(r.Models, "|"), r.Count, used+r.Count, capability)
+	}
+	return ""
+}
+
+func (p *Plugin) minOf(k gang.Key) int32 {
+	ns, name := k.Split()
+	if pg, err := p.podGroups.PodGroups(ns).Get(name); err == nil {
+		return pg.Spec.MinMember
+	}
+	return 0
+}

@@ -1,0 +1,61 @@
+package cardquota
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/cardmodel"
+)
+
+var (
+	queueEventResource = fwk.EventResource(fmt.Sprintf("queues.%s.%s",
+		v1alpha1.SchemeGroupVersion.Version, v1alpha1.SchemeGroupVersion.Group))
+	podGroupEventResource = fwk.EventResource(fmt.Sprintf("podgroups.%s.%s",
+		schedv1alpha1.SchemeGroupVersion.Version, schedv1alpha1.SchemeGroupVersion.Group))
+)
+
+// EventsToRegister names what can give a refused pod cards: a placed pod
+// that used cards deleted or finished (kube-scheduler reports a pod that
+// finishes as deleted), a Queue created or changed, a node added or its
+// labels or allocatable changed (a new model, a relabel, a MIG re-slice),
+// or a PodGroup changed (its card-request fixed).
+func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.cardsFreed},
+		{Event: fwk.ClusterEvent{Resource: queueEventResource, ActionType: fwk.Add | fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}},
+		{Event: fwk.ClusterEvent{Resource: podGroupEventResource, ActionType: fwk.Update}},
+	}, nil
+}
+
+// cardsFreed requeues a pod when a pod that used cards in its queue is gone
+// or finished.
+func (p *Plugin) cardsFreed(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	other, _ := newObj.(*corev1.Pod)
+	if other == nil {
+		other, _ = oldObj.(*corev1.Pod)
+	}
+	if other == nil || !p.resolver.Ready() {
+		return fwk.Queue, nil
+	}
+	if newObj != nil && other.Status.Phase != corev1.PodSucceeded && other.Status.Phase != corev1.PodFailed {
+		return fwk.QueueSkip, nil
+	}
+	if len(cardmodel.CardRequests(other, p.cache.IsCardResource)) == 0 {
+		logger.V(5).Info("Freed pod used no cards: skip", "pod", klog.KObj(pod), "freed", klog.KObj(other))
+		return fwk.QueueSkip, nil
+	}
+	q1, _ := p.resolver.QueueOf(pod)
+	q2, _ := p.resolver.QueueOf(other)
+	if q1 != q2 {
+		logger.V(5).Info("Pod of another queue freed cards: skip", "pod", klog.KObj(pod), "freed", klog.KObj(other))
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}

@@ -1,0 +1,219 @@
+package cardquota
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/cardmodel"
+	"cardinal.dev/cardinal/pkg/elasticquota"
+	"cardinal.dev/cardinal/pkg/queuecache"
+)
+
+const stateKey fwk.StateKey = "PreFilter" + Name
+
+// stateData is what PreFilter found of a pod that uses cards, and its
+// queue's card quota and use as this cycle sees it. AddPod and RemovePod
+// adjust a clone during preemption simulation.
+type stateData struct {
+	queue          string
+	nonPreemptible bool
+	// requests are the pod's card resources and how many of each it asks for.
+	requests map[corev1.ResourceName]int64
+	// names are the pod's card-name alternatives, in order; empty = any model.
+	names []string
+	cards map[string]queuecache.CardUsage
+}
+
+// Clone copies what AddPod and RemovePod change.
+func (s *stateData) Clone() fwk.StateData {
+	c := *s
+	c.cards = maps.Clone(s.cards)
+	return &c
+}
+
+func getState(cs fwk.CycleState) (*stateData, error) {
+	d, err := cs.Read(stateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycle state: %w", stateKey, err)
+	}
+	s, ok := d.(*stateData)
+	if !ok {
+		return nil, fmt.Errorf("%+v cannot be converted to *cardquota.stateData", d)
+	}
+	return s, nil
+}
+
+// rank is the place of model among the pod's alternatives, or -1.
+func (s *stateData) rank(model string) int {
+	for i, n := range s.names {
+		if n == model {
+			return i
+		}
+	}
+	return -1
+}
+
+// cardNames reads a pod's card-name annotation, or its Volcano alias.
+func cardNames(pod *corev1.Pod) ([]string, error) {
+	v, from, ok := cardmodel.Annotation(pod.Annotations, v1alpha1.CardNameAnnotation, v1alpha1.VolcanoCardNameAnnotation)
+	if !ok {
+		return nil, nil
+	}
+	names, err := cardmodel.ParseNames(v)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: annotation %s is invalid: %v", pod.Namespace, pod.Name, from, err)
+	}
+	return names, nil
+}
+
+// PreFilter skips pods that use no cards. For the others it reads the
+// card-name alternatives, refuses alternatives that need different
+// resources or a resource the pod does not request (SPEC §4.4), and refuses
+// the pod before any node is looked at when none of its alternatives has
+// quota left in its queue.
+func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	requests := cardmodel.CardRequests(pod, p.cache.IsCardResource)
+	if len(requests) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	info, err := elasticquota.PodInfoOf(cs)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	names, err := cardNames(pod)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if len(names) > 0 {
+		if err := cardmodel.SameResource(names); err != nil {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s/%s: %v", pod.Namespace, pod.Name, err))
+		}
+		for r := range requests {
+			if !cardmodel.Matches(names[0], r) {
+				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+					"pod %s/%s requests %s, which is not what card model %s is used through: request the model's resource or change the card-name annotation",
+					pod.Namespace, pod.Name, r, names[0]))
+			}
+		}
+	}
+	s := &stateData{queue: info.Queue, nonPreemptible: info.NonPreemptible, requests: requests, names: names, cards: p.cache.Cards(info.Queue)}
+	cs.Write(stateKey, s)
+	if len(names) == 0 {
+		return nil, nil
+	}
+	var total int64
+	for _, n := range requests {
+		total += n
+	}
+	reasons := make([]string, 0, len(names))
+	for _, model := range names {
+		st := s.check(model, total)
+		if st == nil {
+			return nil, nil
+		}
+		reasons = append(reasons, st.Message())
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable, strings.Join(reasons, "; "))
+}
+
+// check is the quota decision for n cards of model on this cycle's
+// (possibly simulated) numbers (SPEC §4.2, §4.6, §3.5).
+func (s *stateData) check(model string, n int64) *fwk.Status {
+	u := s.cards[model]
+	switch {
+	case !u.Listed:
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+			"queue %s has no quota for card model %s: add it to the queue's spec.cards, or ask for a model the queue lists", s.queue, model))
+	case u.Allocated+n > u.Capability:
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+			"queue %s has insufficient %s quota: requested %d, would use %d, capability %d", s.queue, model, n, u.Allocated+n, u.Capability))
+	case s.nonPreemptible && u.NonPreemptible+n > u.Guarantee:
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+			"queue %s: non-preemptible pods may use only its guarantee of %s: requested %d, would use %d, guarantee %d", s.queue, model, n, u.NonPreemptible+n, u.Guarantee))
+	}
+	return nil
+}
+
+// Filter lets the pod onto a node only if the node's model for each card
+// resource the pod requests is among its alternatives and its queue has
+// quota left for it. A node whose GPUs have no model serves only pods that
+// name none: they are charged the plain resource (SPEC §1.4). Filter reads
+// the node's models as detected when the node last changed, and no shared
+// state besides.
+func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := getState(cs)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	nodeName := nodeInfo.Node().Name
+	node, _ := p.cache.Node(nodeName)
+	used := false
+	for _, c := range node.Cards {
+		n := s.requests[c.Resource]
+		if n == 0 {
+			continue
+		}
+		used = true
+		if len(s.names) > 0 && s.rank(c.Model) < 0 {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"node %s has %s, which is not among the pod's card models %s", nodeName, c.Model, strings.Join(s.names, "|")))
+		}
+		if st := s.check(c.Model, n); st != nil {
+			return st
+		}
+	}
+	if !used && len(s.names) > 0 {
+		if len(node.Unlabelled) > 0 {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"node %s's cards have no model (no product label), and the pod asks for %s", nodeName, strings.Join(s.names, "|")))
+		}
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"node %s has none of the pod's card models %s", nodeName, strings.Join(s.names, "|")))
+	}
+	return nil
+}
+
+// PreFilterExtensions keeps the cycle's card numbers right while
+// preemption simulates adding and removing pods.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return p }
+
+// AddPod charges a simulated pod's cards to the cycle's numbers if it is in the same queue.
+func (p *Plugin) AddPod(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, added fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	return p.adjust(cs, added.GetPod(), nodeInfo, 1)
+}
+
+// RemovePod gives back a simulated victim's cards if it is in the same queue.
+func (p *Plugin) RemovePod(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, removed fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	return p.adjust(cs, removed.GetPod(), nodeInfo, -1)
+}
+
+func (p *Plugin) adjust(cs fwk.CycleState, other *corev1.Pod, nodeInfo fwk.NodeInfo, sign int64) *fwk.Status {
+	s, err := getState(cs)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	info, cards, placed, ok := p.cache.Pod(other.UID)
+	if !ok || info.Queue != s.queue {
+		return nil
+	}
+	if !placed {
+		// A nominated pod, not yet placed: what it would be charged there.
+		node, _ := p.cache.Node(nodeInfo.Node().Name)
+		cards = node.PodCards(other)
+	}
+	for model, n := range cards {
+		u := s.cards[model]
+		u.Allocated += sign * n
+		if info.NonPreemptible {
+			u.NonPreemptible += sign * n
+		}
+		s.cards[model] = u
+	}
+	return nil
+}

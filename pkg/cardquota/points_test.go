@@ -1,0 +1,184 @@
+package cardquota
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	framework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/cardmodel"
+	"cardinal.dev/cardinal/pkg/queuecache"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+const (
+	rtx  = "NVIDIA-GeForce-RTX-4090"
+	rtxD = "NVIDIA-GeForce-RTX-4090-D"
+)
+
+func nodeInfo(n *corev1.Node) fwk.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(n)
+	return ni
+}
+
+// fixture is a plugin over a cache that knows three nodes: a 4090, a
+// 4090-D and one whose GPUs have no product label.
+func fixture(t *testing.T) (*Plugin, map[string]fwk.NodeInfo) {
+	t.Helper()
+	qc := queuecache.New()
+	nodes := map[string]fwk.NodeInfo{}
+	for _, n := range []*corev1.Node{
+		builder.MakeNode("n-4090").GPU(rtx, 4).Obj(),
+		builder.MakeNode("n-4090d").GPU(rtxD, 4).Obj(),
+		builder.MakeNode("n-plain").Res(builder.GPUResource, "4").Obj(),
+	} {
+		qc.UpsertNode(n)
+		nodes[n.Name] = nodeInfo(n)
+	}
+	return &Plugin{cache: qc}, nodes
+}
+
+func TestFilter(t *testing.T) {
+	quota := map[string]queuecache.CardUsage{
+		rtx:  {Listed: true, Guarantee: 1, Capability: 2, Allocated: 1},
+		rtxD: {Listed: true, Guarantee: 2, Capability: 2, Allocated: 2},
+	}
+	gpu1 := map[corev1.ResourceName]int64{builder.GPUResource: 1}
+	tests := []struct {
+		name  string
+		state stateData
+		node  string
+		want  string // "" = fits; else part of the message
+		code  fwk.Code
+	}{
+		{name: "listed model with room", state: stateData{queue: "a", requests: gpu1, cards: quota}, node: "n-4090"},
+		{name: "listed model without room", state: stateData{queue: "a", requests: gpu1, cards: quota}, node: "n-4090d",
+			want: "queue a has insufficient NVIDIA-GeForce-RTX-4090-D quota: requested 1, would use 3, capability 2", code: fwk.Unschedulable},
+		{name: "model not among the pod's alternatives", state: stateData{queue: "a", requests: gpu1, names: []string{rtxD}, cards: quota}, node: "n-4090",
+			want: "node n-4090 has NVIDIA-GeForce-RTX-4090, which is not among the pod's card models NVIDIA-GeForce-RTX-4090-D", code: fwk.UnschedulableAndUnresolvable},
+		{name: "model the queue does not list", state: stateData{queue: "b", requests: gpu1, cards: map[string]queuecache.CardUsage{}}, node: "n-4090",
+			want: "queue b has no quota for card model NVIDIA-GeForce-RTX-4090", code: fwk.Unschedulable},
+		{name: "non-preemptible beyond the guarantee", state: stateData{queue: "a", nonPreemptible: true, requests: gpu1,
+			cards: map[string]queuecache.CardUsage{rtx: {Listed: true, Guarantee: 1, Capability: 4, Allocated: 1, NonPreemptible: 1}}}, node: "n-4090",
+			want: "queue a: non-preemptible pods may use only its guarantee of NVIDIA-GeForce-RTX-4090: requested 1, would use 2, guarantee 1", code: fwk.Unschedulable},
+		{name: "unlabelled node serves a pod that names no model", state: stateData{queue: "a", requests: gpu1, cards: quota}, node: "n-plain"},
+		{name: "unlabelled node refuses a pod that names one", state: stateData{queue: "a", requests: gpu1, names: []string{rtx}, cards: quota}, node: "n-plain",
+			want: "node n-plain's cards have no model", code: fwk.UnschedulableAndUnresolvable},
+		{name: "requested resource the node does not carry as cards", state: stateData{queue: "a", requests: map[corev1.ResourceName]int64{"nvidia.com/mig-1g.18gb": 1}, names: []string{"X/mig-1g.18gb-mixed"}, cards: quota}, node: "n-4090",
+			want: "node n-4090 has none of the pod's card models X/mig-1g.18gb-mixed", code: fwk.UnschedulableAndUnresolvable},
+	}
+	p, nodes := fixture(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := framework.NewCycleState()
+			s := tt.state
+			cs.Write(stateKey, &s)
+			st := p.Filter(context.Background(), cs, nil, nodes[tt.node])
+			if tt.want == "" {
+				if !st.IsSuccess() {
+					t.Fatalf("want the pod to fit, got %v", st)
+				}
+				return
+			}
+			if st.Code() != tt.code || !strings.Contains(st.Message(), tt.want) {
+				t.Fatalf("got %v %q, want %v containing %q", st.Code(), st.Message(), tt.code, tt.want)
+			}
+		})
+	}
+}
+
+func TestScorePrefersEarlierAlternatives(t *testing.T) {
+	p, nodes := fixture(t)
+	cs := framework.NewCycleState()
+	cs.Write(stateKey, &stateData{requests: map[corev1.ResourceName]int64{builder.GPUResource: 1}, names: []string{rtx, rtxD}})
+	got := map[string]int64{}
+	for name, ni := range nodes {
+		s, st := p.Score(context.Background(), cs, nil, ni)
+		if !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		got[name] = s
+	}
+	want := map[string]int64{"n-4090": fwk.MaxNodeScore, "n-4090d": fwk.MaxNodeScore / 2, "n-plain": 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("scores (-want, +got):\n%s", diff)
+	}
+}
+
+// TestSimulationMirrors: AddPod and RemovePod change only the cycle's clone,
+// by exactly what the other pod is charged.
+func TestSimulationMirrors(t *testing.T) {
+	p, nodes := fixture(t)
+	victim := builder.MakePod("ns", "victim").GPU(2).Obj()
+	victim.UID = "victim"
+	p.cache.AddPodIfAbsent(victim, queuecache.PodInfo{Queue: "a"}, "n-4090")
+	orig := &stateData{queue: "a", cards: map[string]queuecache.CardUsage{rtx: {Listed: true, Capability: 4, Allocated: 2}}}
+	cs := framework.NewCycleState()
+	cs.Write(stateKey, orig)
+	clone := cs.Clone()
+	pi, _ := framework.NewPodInfo(victim)
+	if st := p.RemovePod(context.Background(), clone, nil, pi, nodes["n-4090"]); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	s, _ := getState(clone)
+	if got := s.cards[rtx].Allocated; got != 0 {
+		t.Errorf("after RemovePod the clone has %d allocated, want 0", got)
+	}
+	if got := orig.cards[rtx].Allocated; got != 2 {
+		t.Errorf("RemovePod changed the original: %d allocated, want 2", got)
+	}
+	if st := p.AddPod(context.Background(), clone, nil, pi, nodes["n-4090"]); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if got := s.cards[rtx].Allocated; got != 2 {
+		t.Errorf("after AddPod the clone has %d allocated, want 2", got)
+	}
+}
+
+func TestShortfall(t *testing.T) {
+	cards := map[string]queuecache.CardUsage{
+		rtx:  {Listed: true, Capability: 1, Allocated: 0},
+		rtxD: {Listed: true, Capability: 2, Allocated: 1},
+	}
+	both := []string{rtx, rtxD}
+	tests := []struct {
+		name  string
+		reqs  []cardmodel.Request
+		freed map[string]int64
+		want  string
+	}{
+		{name: "fits across alternatives", reqs: []cardmodel.Request{{Models: both, Count: 2}}},
+		{name: "too many", reqs: []cardmodel.Request{{Models: both, Count: 3}},
+			want: "queue a has insufficient NVIDIA-GeForce-RTX-4090|NVIDIA-GeForce-RTX-4090-D quota: requested 3, would use 4, capability 3"},
+		{name: "elastic pods freed", reqs: []cardmodel.Request{{Models: both, Count: 3}}, freed: map[string]int64{rtxD: 1}},
+		{name: "requests share room", reqs: []cardmodel.Request{{Models: []string{rtx}, Count: 1}, {Models: both, Count: 2}},
+			want: "requested 2, would use 3, capability 3"},
+		{name: "model not listed", reqs: []cardmodel.Request{{Models: []string{"NVIDIA-H200"}, Count: 1}},
+			want: "queue a has insufficient NVIDIA-H200 quota: requested 1, would use 1, capability 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := shortfall("a", tt.reqs, cards, tt.freed)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("shortfall = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnlabelledMessage(t *testing.T) {
+	got := unlabelledMessage("n1", []corev1.ResourceName{"amd.com/gpu", "nvidia.com/gpu", "nvidia.com/mig-1g.18gb"})
+	for _, want := range []string{"node n1 has amd.com/gpu, nvidia.com/gpu, nvidia.com/mig-1g.18gb", "no label amd.com/gpu.product, nvidia.com/gpu.product:"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("message %q does not contain %q", got, want)
+		}
+	}
+	if unlabelledMessage("n1", nil) != "" {
+		t.Error("a node with labelled cards gets a message")
+	}
+}

@@ -1,0 +1,41 @@
+package cardquota
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// PreScore skips scoring for pods without alternatives to prefer among.
+func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if s, err := getState(cs); err != nil || len(s.names) < 2 {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	return nil
+}
+
+// Score prefers earlier card-name alternatives: the first gets
+// MaxNodeScore, the last MaxNodeScore/len (SPEC §4.3). Filter has already
+// kept only nodes whose model is listed and has quota, so a pod falls back
+// to B exactly when A has no quota or no room.
+func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	s, err := getState(cs)
+	if err != nil {
+		return 0, fwk.AsStatus(err)
+	}
+	node, _ := p.cache.Node(nodeInfo.Node().Name)
+	var best int64
+	for _, c := range node.Cards {
+		if s.requests[c.Resource] == 0 {
+			continue
+		}
+		if r := s.rank(c.Model); r >= 0 {
+			best = max(best, fwk.MaxNodeScore*int64(len(s.names)-r)/int64(len(s.names)))
+		}
+	}
+	return best, nil
+}
+
+// ScoreExtensions returns nil: scores are already in range.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
