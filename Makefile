@@ -1,5 +1,5 @@
 # Cardinal's build. Everything it needs comes from the Go module graph:
-# kube-apiserver and etcd for the test control plane, and the code generators,
+# kube-apiserver, kube-controller-manager and etcd for the test control plane, and the code generators,
 # are go.mod tool directives built into bin/.
 SHELL := /bin/bash
 GO ?= go
@@ -14,9 +14,11 @@ TOOL_PKG_client-gen      := k8s.io/code-generator/cmd/client-gen
 TOOL_PKG_lister-gen      := k8s.io/code-generator/cmd/lister-gen
 TOOL_PKG_informer-gen    := k8s.io/code-generator/cmd/informer-gen
 TOOL_PKG_kube-apiserver  := k8s.io/kubernetes/cmd/kube-apiserver
+TOOL_PKG_kube-controller-manager := k8s.io/kubernetes/cmd/kube-controller-manager
 TOOL_PKG_etcd            := go.etcd.io/etcd/server/v3
 
-# Integration tests: the control plane and the scheduler binary.
+# The demo's control plane and the scheduler binary; integration tests also
+# run kube-controller-manager's Deployment and ReplicaSet controllers.
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/cardinal-scheduler
 
 .PHONY: all build demo test verify unit integration generate verify-generate bench tools clean
@@ -31,13 +33,13 @@ build: $(BIN)/cardinal-scheduler
 $(BIN)/cardinal-scheduler: FORCE
 	$(GO) build -o $@ ./cmd/scheduler
 
-$(BIN)/kube-apiserver $(BIN)/etcd: go.mod go.sum
+$(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd: go.mod go.sum
 	$(GO) build -o $@ $(TOOL_PKG_$(notdir $@))
 
 $(addprefix $(BIN)/,$(GEN_TOOLS)): go.mod go.sum
 	$(GO) build -o $@ $(TOOL_PKG_$(notdir $@))
 
-tools: $(addprefix $(BIN)/,$(GEN_TOOLS)) $(BIN)/kube-apiserver $(BIN)/etcd
+tools: $(addprefix $(BIN)/,$(GEN_TOOLS)) $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
 
 ## demo: the scheduler on a local control plane with simulated GPU nodes and example workloads
 ##       (NODES=file and WORKLOADS=a.yaml,b.yaml to use your own)
@@ -54,7 +56,7 @@ verify:
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/integration)
 
-integration: $(CONTROL_PLANE)
+integration: $(CONTROL_PLANE) $(BIN)/kube-controller-manager
 	$(GO) test -count=1 -timeout 30m ./test/integration/...
 
 ## generate: regenerate deepcopy, conversion, defaults, clients and CRDs

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -45,6 +46,11 @@ type Options struct {
 	BinDir string
 	// Log receives the processes' output. Nil means a file in the work dir.
 	Log io.Writer
+	// Controllers, when set, also runs kube-controller-manager with only
+	// these controllers (e.g. deployment-controller), for tests that need
+	// workloads to behave as in a cluster. Controllers that expect kubelets
+	// (node lifecycle, taints) would evict from the simulated nodes.
+	Controllers []string
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -56,11 +62,12 @@ type ControlPlane struct {
 	// URL is the apiserver's https address.
 	URL string
 
-	caData    []byte
-	log       io.Writer
-	logFile   *os.File
-	etcd      *Process
-	apiserver *Process
+	caData      []byte
+	log         io.Writer
+	logFile     *os.File
+	etcd        *Process
+	apiserver   *Process
+	controllers *Process
 }
 
 // Start launches etcd and kube-apiserver and waits until the apiserver is ready.
@@ -84,7 +91,34 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		cp.Stop()
 		return nil, err
 	}
+	if len(opts.Controllers) > 0 {
+		if err := cp.startControllers(opts.Controllers); err != nil {
+			cp.Stop()
+			return nil, err
+		}
+	}
 	return cp, nil
+}
+
+// startControllers runs kube-controller-manager as the administrator with
+// only the given controllers, serving nothing.
+func (cp *ControlPlane) startControllers(controllers []string) error {
+	bin := filepath.Join(cp.BinDir, "kube-controller-manager")
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("kube-controller-manager not found in %s: run `make bin/kube-controller-manager`", cp.BinDir)
+	}
+	kubeconfig, err := cp.WriteKubeconfig("controller-manager.kubeconfig", false)
+	if err != nil {
+		return err
+	}
+	cp.controllers, err = StartProcess(cp.log, bin,
+		"--kubeconfig="+kubeconfig,
+		"--controllers="+strings.Join(controllers, ","),
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+	)
+	return err
 }
 
 func (cp *ControlPlane) start(ctx context.Context) error {
@@ -127,8 +161,9 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		"--service-account-key-file="+filepath.Join(cp.Dir, "sa.key"),
 		"--service-account-signing-key-file="+filepath.Join(cp.Dir, "sa.key"),
 		"--service-cluster-ip-range="+serviceClusterCIDR,
-		// No kubelets and no controller-manager run here: nothing would
-		// create service account tokens or node condition taints.
+		// No kubelets run here, and no controller-manager beyond the
+		// controllers Options name: nothing would create service account
+		// tokens or lift node condition taints.
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		"--enable-priority-and-fairness=false",
 		"--endpoint-reconciler-type=none",
@@ -205,7 +240,7 @@ func (cp *ControlPlane) WriteKubeconfig(name string, scheduler bool) (string, er
 
 // Stop kills the apiserver and etcd and removes the work directory.
 func (cp *ControlPlane) Stop() {
-	for _, p := range []*Process{cp.apiserver, cp.etcd} {
+	for _, p := range []*Process{cp.controllers, cp.apiserver, cp.etcd} {
 		p.Stop()
 	}
 	if cp.logFile != nil {

@@ -19,7 +19,7 @@ import (
 // TestGangAllOrNothing: a gang of 4 one-GPU pods on 3 free GPUs binds
 // nothing; once a node is added, all 4 bind (SPEC §2.1).
 func TestGangAllOrNothing(t *testing.T) {
-	ns := createNamespace(t, "gang-aon")
+	ns := createGPUNamespace(t, "gang-aon")
 	createNodes(t, builder.MakeNode("aon-0").GPU("NVIDIA-H200", 3).Obj())
 	startScheduler(t)
 
@@ -64,7 +64,7 @@ func waitPodGroup(t *testing.T, ns, name, what string, cond func(*schedv1alpha1.
 // 16 GPUs: exactly 4 gangs bind whole and 2 bind nothing, and no gang is
 // ever partly bound (SPEC §2.3).
 func TestGangsDoNotDeadlock(t *testing.T) {
-	ns := createNamespace(t, "gang-deadlock")
+	ns := createGPUNamespace(t, "gang-deadlock")
 	createNodes(t, gpuNodes("dl", 4, 4)...)
 	startScheduler(t)
 
@@ -121,7 +121,7 @@ func TestMinFirst(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := createNamespace(t, fmt.Sprintf("gang-minfirst-%d", i))
+			ns := createGPUNamespace(t, fmt.Sprintf("gang-minfirst-%d", i))
 			createNodes(t, gpuNodes(fmt.Sprintf("mf%d", i), 5, 2)...)
 			for name, g := range tc.gangs {
 				createPodGroup(t, ns, name, int32(g[0]))
@@ -138,7 +138,7 @@ func TestMinFirst(t *testing.T) {
 
 // TestElasticFill: a gang alone grows past its min onto idle GPUs (SPEC §1.2).
 func TestElasticFill(t *testing.T) {
-	ns := createNamespace(t, "gang-elastic")
+	ns := createGPUNamespace(t, "gang-elastic")
 	createNodes(t, gpuNodes("ef", 5, 2)...)
 	startScheduler(t)
 	createPodGroup(t, ns, "c", 2)
@@ -150,7 +150,7 @@ func TestElasticFill(t *testing.T) {
 // TestGangGivesBackOnFailure: a gang that cannot complete holds nothing: a
 // pod that needs the room it tried binds afterwards (SPEC §2.2).
 func TestGangGivesBackOnFailure(t *testing.T) {
-	ns := createNamespace(t, "gang-timeout")
+	ns := createGPUNamespace(t, "gang-timeout")
 	createNodes(t, builder.MakeNode("to-0").GPU("NVIDIA-H200", 4).Obj())
 	startScheduler(t)
 
@@ -168,7 +168,7 @@ func TestGangGivesBackOnFailure(t *testing.T) {
 
 // TestLargeGang: a gang of 200 pods binds completely.
 func TestLargeGang(t *testing.T) {
-	ns := createNamespace(t, "gang-large")
+	ns := createGPUNamespace(t, "gang-large")
 	createNodes(t, gpuNodes("lg", 25, 8)...)
 	startScheduler(t)
 	createPodGroup(t, ns, "big", 200)

@@ -14,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/controlplane"
+	"cardinal.dev/cardinal/test/builder"
 )
 
 const (
@@ -55,8 +57,27 @@ func tail(s string, lines int) string {
 // createNamespace makes a namespace for one test and deletes it afterwards.
 func createNamespace(t *testing.T, name string) string {
 	t.Helper()
+	return createNamespaceInQueue(t, name, "")
+}
+
+// createGPUNamespace makes a namespace whose pods are in a queue of their
+// own, named like it, with quota for as many NVIDIA-H200 cards as a test
+// may use: as an administrator sets up a team that uses whole cards.
+func createGPUNamespace(t *testing.T, name string) string {
+	t.Helper()
+	createQueue(t, builder.MakeQueue(name).Card("NVIDIA-H200", 0, 1000).Obj())
+	return createNamespaceInQueue(t, name, name)
+}
+
+// createNamespaceInQueue makes a namespace labelled with queue (none if "")
+// for one test and deletes it afterwards.
+func createNamespaceInQueue(t *testing.T, name, queue string) string {
+	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if queue != "" {
+		ns.Labels = map[string]string{v1alpha1.QueueLabel: queue}
+	}
 	if _, err := env.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	// Deployments and ReplicaSets behave as in a cluster (the card quota
+	// tests scale a Deployment as an HPA does).
+	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: []string{"deployment-controller", "replicaset-controller"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1

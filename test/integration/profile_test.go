@@ -9,7 +9,7 @@ import (
 // TestProfileBindsOnlyItsOwnPods: the cardinal-scheduler profile binds pods
 // that opt in with schedulerName, and leaves other schedulers' pods alone.
 func TestProfileBindsOnlyItsOwnPods(t *testing.T) {
-	ns := createNamespace(t, "profile")
+	ns := createGPUNamespace(t, "profile")
 	createNodes(t, builder.MakeNode("profile-n1").GPU("NVIDIA-H200", 8).Obj())
 	startScheduler(t)
 
