@@ -23,7 +23,7 @@ import (
 )
 
 // report prints each Cardinal pod's queue, node and card model, then each
-// queue's use of each card model against its quota, counted from bound pods.
+// PodGroup, then each queue's status with its use of each card model.
 func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -51,7 +51,6 @@ func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 
-	used := map[string]map[string]int64{} // queue -> model -> cards
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POD\tQUEUE\tNODE\tCARD MODEL\tCARDS\tSTATUS")
 	for i := range pods.Items {
@@ -71,10 +70,6 @@ func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 			for m, n := range cards[node].PodCards(p) {
 				models = append(models, m)
 				counts = append(counts, fmt.Sprint(n))
-				if used[queue] == nil {
-					used[queue] = map[string]int64{}
-				}
-				used[queue][m] += n
 			}
 			if len(models) > 0 {
 				model, count = strings.Join(models, ","), strings.Join(counts, ",")
@@ -90,7 +85,7 @@ func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	return reportQueues(ctx, w, cfg, used)
+	return reportQueues(ctx, w, cfg)
 }
 
 // reportGangs prints each PodGroup's phase, as Cardinal keeps it.
@@ -111,9 +106,10 @@ func reportGangs(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 	return tw.Flush()
 }
 
-// reportQueues prints, per queue and card model, the cards bound pods use
-// against the queue's guarantee and capability.
-func reportQueues(ctx context.Context, w io.Writer, cfg *rest.Config, used map[string]map[string]int64) error {
+// reportQueues prints each queue's status as Cardinal writes it: resources,
+// deserved share, and per card model the cards bound pods use against the
+// queue's guarantee and capability.
+func reportQueues(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 	queues, err := cardinalclient.NewForConfigOrDie(cfg).SchedulingV1alpha1().Queues().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -132,22 +128,10 @@ func reportQueues(ctx context.Context, w io.Writer, cfg *rest.Config, used map[s
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tCARD MODEL\tIN USE\tGUARANTEE\tCAPABILITY")
+	fmt.Fprintln(tw, "QUEUE\tCARD MODEL\tALLOCATED\tGUARANTEE\tCAPABILITY")
 	for _, q := range queues.Items {
-		seen := map[string]bool{}
-		for _, c := range q.Spec.Cards {
-			seen[c.Name] = true
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", q.Name, c.Name, used[q.Name][c.Name], c.Guarantee, c.EffectiveCapability())
-		}
-		var extra []string
-		for m := range used[q.Name] {
-			if !seen[m] {
-				extra = append(extra, m)
-			}
-		}
-		sort.Strings(extra)
-		for _, m := range extra {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t-\t- (no quota for this model)\n", q.Name, m, used[q.Name][m])
+		for _, c := range q.Status.Cards {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", q.Name, c.Name, c.Allocated, c.Guarantee, c.Capability)
 		}
 	}
 	return tw.Flush()
