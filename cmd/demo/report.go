@@ -46,6 +46,10 @@ func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
+	warnings, err := latestWarnings(ctx, kube)
+	if err != nil {
+		return err
+	}
 	sort.Slice(pods.Items, func(i, j int) bool {
 		a, b := pods.Items[i], pods.Items[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
@@ -62,7 +66,7 @@ func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 		queue := workload.QueueName(pg, p.Labels, nsLabels[p.Namespace], v1alpha1.DefaultQueueName)
 		node, model, count, status := "-", "-", "-", string(p.Status.Phase)
 		if p.Spec.NodeName == "" {
-			status = "Pending: " + shorten(unschedulableMessage(p), 110)
+			status = "Pending: " + shorten(unschedulableMessage(p, warnings), 110)
 		} else {
 			node = p.Spec.NodeName
 			var models []string
@@ -137,13 +141,35 @@ func reportQueues(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 	return tw.Flush()
 }
 
-func unschedulableMessage(p *corev1.Pod) string {
+// unschedulableMessage is why a pod waits: its PodScheduled condition, or
+// for a pod held before it is tried (a gang held by its queue), the latest
+// warning event about it.
+func unschedulableMessage(p *corev1.Pod, warnings map[string]string) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
 			return c.Message
 		}
 	}
+	if w := warnings[p.Namespace+"/"+p.Name]; w != "" {
+		return w
+	}
 	return "not scheduled yet"
+}
+
+// latestWarnings maps namespace/name of each pod to its latest warning event.
+func latestWarnings(ctx context.Context, kube kubernetes.Interface) (map[string]string, error) {
+	list, err := kube.EventsV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].EventTime.Before(&list.Items[j].EventTime) })
+	out := map[string]string{}
+	for _, e := range list.Items {
+		if e.Type == corev1.EventTypeWarning && e.Regarding.Kind == "Pod" {
+			out[e.Regarding.Namespace+"/"+e.Regarding.Name] = e.Note
+		}
+	}
+	return out, nil
 }
 
 func namespaceLabels(ctx context.Context, kube kubernetes.Interface) (map[string]map[string]string, error) {

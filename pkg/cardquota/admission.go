@@ -24,9 +24,9 @@ import (
 // volcano.sh/card.request), scaled to the members still missing; without
 // one, this pod's cards for each missing member. The PodGroup gets an event
 // that says why, in cards.
-func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
+func (p *Plugin) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.Status {
 	k, ok := gang.Of(pod)
-	if !ok || !p.resolver.Ready() || !p.cache.Synced() {
+	if !ok || !p.resolver.Ready() || !p.cache.SyncedForAdmission(ctx) {
 		return nil // PreFilter waits for the cache and checks each pod
 	}
 	ns, name := k.Split()
@@ -58,6 +58,9 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if p.holds.Hold(k, Name, msg) {
 		p.handle.EventRecorder().Eventf(podgroups.EventRef(p.podGroups, ns, name), nil, corev1.EventTypeWarning, "GangHeldByCardQuota", "Admission", "%s", msg)
 	}
+	// A held pod is never tried, so no FailedScheduling tells its reason:
+	// this does (repeats fold into one event series).
+	p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "GangHeldByCardQuota", "Admission", "%s", msg)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 }
 

@@ -19,9 +19,9 @@ import (
 // queue's own elastic pods as free (they can be preempted for it), or, for a
 // non-preemptible gang, its queue's guarantee (SPEC §3.4, §3.5). The
 // PodGroup gets an event that says why, in numbers.
-func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
+func (p *Plugin) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.Status {
 	k, ok := gang.Of(pod)
-	if !ok || !p.cache.Synced() {
+	if !ok || !p.cache.SyncedForAdmission(ctx) {
 		return nil // PreFilter waits for the cache and checks each pod
 	}
 	pg, err := p.podGroup(k)
@@ -79,6 +79,9 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		return nil
 	}
 	p.noteHeld(k, msg)
+	// A held pod is never tried, so no FailedScheduling tells its reason:
+	// this does (repeats fold into one event series).
+	p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "GangHeldByQueue", "Admission", "%s", msg)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 }
 

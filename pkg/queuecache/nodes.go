@@ -130,6 +130,22 @@ func (c *Cache) Synced() bool {
 	return true
 }
 
+// syncWaitForAdmission bounds how long gang admission (PreEnqueue, called
+// from the scheduler's own informer handlers) waits for the cache at start.
+const syncWaitForAdmission = 5 * time.Second
+
+// SyncedForAdmission waits, a bounded time, until Synced: gang admission
+// just after a start then judges complete counts. If the cache is still not
+// synced it says false, and the gang is admitted and checked pod by pod.
+func (c *Cache) SyncedForAdmission(ctx context.Context) bool {
+	if c.Synced() {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, syncWaitForAdmission)
+	defer cancel()
+	return c.WaitForSync(ctx) == nil
+}
+
 // WaitForSync waits until Synced, polling, or until ctx ends.
 func (c *Cache) WaitForSync(ctx context.Context) error {
 	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {

@@ -257,6 +257,7 @@ func TestCardRequestAdmission(t *testing.T) {
 		return e.Regarding.Name == "train" && e.Reason == "GangHeldByCardQuota" &&
 			strings.Contains(e.Note, "queue gangs has insufficient NVIDIA-H200 quota: requested 4, would use 4, capability 2")
 	})
+	waitPodEvent(t, ns, "train-0", "gang card-gang/train is held")
 	holdBoundAtMost(t, ns, 0)
 
 	q, err := env.cardinal.SchedulingV1alpha1().Queues().Get(context.Background(), "gangs", metav1.GetOptions{})
