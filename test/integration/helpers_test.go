@@ -31,7 +31,13 @@ const (
 // for the rest of the test, and prints its log if the test fails.
 func startScheduler(t *testing.T, extraArgs ...string) *controlplane.Scheduler {
 	t.Helper()
-	s, err := env.cp.StartScheduler(env.configPath, extraArgs...)
+	return startSchedulerWith(t, env.configPath, extraArgs...)
+}
+
+// startSchedulerWith is startScheduler with another scheduler configuration.
+func startSchedulerWith(t *testing.T, configPath string, extraArgs ...string) *controlplane.Scheduler {
+	t.Helper()
+	s, err := env.cp.StartScheduler(configPath, extraArgs...)
 	if err != nil {
 		t.Fatal(err)
 	}
