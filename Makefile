@@ -67,9 +67,16 @@ generate: $(addprefix $(BIN)/,$(GEN_TOOLS))
 verify-generate: $(addprefix $(BIN)/,$(GEN_TOOLS))
 	BIN=$(BIN) hack/verify-codegen.sh
 
-## bench: benchmarks (Go benchmarks of Cardinal's packages)
-bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./pkg/...
+## bench: Cardinal vs the default profile vs scheduler-plugins on the same workloads; writes docs/benchmarks.md
+##        (MODE=full for the sizes results are quoted at; short takes a few minutes)
+MODE ?= short
+bench: $(CONTROL_PLANE) $(BIN)/scheduler-plugins-scheduler
+	$(GO) run ./cmd/bench --mode $(MODE)
+
+# scheduler-plugins' own release pairs with an older Kubernetes: it builds in
+# its own module.
+$(BIN)/scheduler-plugins-scheduler: bench/peer/go.mod bench/peer/go.sum bench/peer/main.go
+	cd bench/peer && $(GO) build -o $@ .
 
 clean:
 	rm -rf $(BIN)

@@ -71,9 +71,12 @@ func (r *Runner) run(ctx context.Context, cfg *rest.Config, schedulerName string
 			return err
 		}
 	}
-	// Custom resources have no protobuf encoding: speak JSON.
+	// Left empty, controller-runtime picks per type: protobuf for built-in
+	// types (pods, decoded on every watch event) and JSON for custom
+	// resources, which have no protobuf encoding. The scheduler's
+	// kubeconfig asks for protobuf everywhere, which custom resources refuse.
 	cfg = rest.CopyConfig(cfg)
-	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	cfg.ContentType, cfg.AcceptContentTypes = "", ""
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		LeaderElection:                true,

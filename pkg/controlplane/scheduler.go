@@ -17,14 +17,23 @@ type Scheduler struct {
 	*Process
 	// LogPath is the file the scheduler writes its log to.
 	LogPath string
+	// Port is its secure port, which serves /metrics.
+	Port int
 }
 
 // StartScheduler runs bin/cardinal-scheduler with the scheduler configuration
 // at configPath, as a user would, connected to this control plane as the
 // scheduler's service account. extraArgs are kube-scheduler flags.
 func (cp *ControlPlane) StartScheduler(configPath string, extraArgs ...string) (*Scheduler, error) {
+	return cp.StartSchedulerBinary(filepath.Join(cp.BinDir, "cardinal-scheduler"), configPath, false, extraArgs...)
+}
+
+// StartSchedulerBinary runs another kube-scheduler build the same way, as
+// the scheduler's service account or, with admin, as the administrator (for
+// schedulers whose RBAC config/ does not grant, such as the benchmarks' peers).
+func (cp *ControlPlane) StartSchedulerBinary(binary, configPath string, admin bool, extraArgs ...string) (*Scheduler, error) {
 	n := schedulerSeq.Add(1)
-	kubeconfig, err := cp.WriteKubeconfig("scheduler.kubeconfig", true)
+	kubeconfig, err := cp.WriteKubeconfig(fmt.Sprintf("scheduler-%d.kubeconfig", n), !admin)
 	if err != nil {
 		return nil, err
 	}
@@ -46,12 +55,12 @@ func (cp *ControlPlane) StartScheduler(configPath string, extraArgs ...string) (
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(ports[0]),
 	}, extraArgs...)
-	p, err := StartProcess(logFile, filepath.Join(cp.BinDir, "cardinal-scheduler"), args...)
+	p, err := StartProcess(logFile, binary, args...)
 	if err != nil {
 		_ = logFile.Close()
 		return nil, err
 	}
-	return &Scheduler{Process: p, LogPath: logPath}, nil
+	return &Scheduler{Process: p, LogPath: logPath, Port: ports[0]}, nil
 }
 
 // withKubeconfig copies the scheduler configuration at src to dst with

@@ -68,7 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(req.Namespace), client.MatchingFields{podGroupIndex: req.Name}); err != nil {
+	if err := r.List(ctx, pods, client.InNamespace(req.Namespace), client.MatchingFields{podGroupIndex: req.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	var mine []*corev1.Pod

@@ -1,0 +1,163 @@
+// Command bench measures Cardinal's scheduling speed side by side with
+// kube-scheduler's default profile, on the same control plane binaries and
+// the same workloads, and writes docs/benchmarks.md (`make bench`).
+//
+// Every scheduler runs as a process, as a user runs it, against a fresh
+// etcd and kube-apiserver with simulated nodes. Each workload's objects are
+// created first; then the scheduler starts, and the run measures pods per
+// second from the first bind to the last, and reads the scheduler's own
+// metrics: scheduling_attempt_duration percentiles and each Cardinal
+// plugin's execution time, the numbers kube-scheduler's scheduler_perf
+// reports. Only ratios measured in the same run are meaningful: this
+// machine is shared and noisy.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"cardinal.dev/cardinal/pkg/controlplane"
+)
+
+// defaultProfile is kube-scheduler's default plugins under the profile name
+// the workloads' pods ask for.
+const defaultProfile = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: cardinal-scheduler
+`
+
+// peerProfile is scheduler-plugins' Coscheduling and CapacityScheduling as
+// its own manifests combine them, with the same gang timings as Cardinal's
+// configuration (Permit wait 60 s, backoff 10 s).
+const peerProfile = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: cardinal-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+      - name: CapacityScheduling
+    queueSort:
+      enabled:
+      - name: Coscheduling
+      disabled:
+      - name: "*"
+    postFilter:
+      enabled:
+      - name: Coscheduling
+      - name: CapacityScheduling
+      disabled:
+      - name: "*"
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      permitWaitingTimeSeconds: 60
+      podGroupBackoffSeconds: 10
+`
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	mode := flag.String("mode", "short", "short (a few minutes) or full (the sizes results are quoted at)")
+	out := flag.String("out", "docs/benchmarks.md", "where to write the report")
+	only := flag.String("workloads", "", "comma-separated workload names to run (default all)")
+	profile := flag.String("profile", "", "write a CPU profile of each Cardinal run into this directory")
+	peer := flag.Bool("peer", true, "also run scheduler-plugins' Coscheduling + CapacityScheduling (bin/scheduler-plugins-scheduler)")
+	flag.Parse()
+	if *mode != "short" && *mode != "full" {
+		return fmt.Errorf("--mode must be short or full, got %q", *mode)
+	}
+	root, err := controlplane.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "cardinal-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	defaultConfig, err := benchConfig(dir, "default.yaml", []byte(defaultProfile))
+	if err != nil {
+		return err
+	}
+	cardinalYAML, err := os.ReadFile(filepath.Join(root, "config", "scheduler-config.yaml"))
+	if err != nil {
+		return err
+	}
+	cardinalConfig, err := benchConfig(dir, "cardinal.yaml", cardinalYAML)
+	if err != nil {
+		return err
+	}
+	peerConfig, err := benchConfig(dir, "peer.yaml", []byte(peerProfile))
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(root, "bin")
+	schedulers := []scheduler{
+		{Name: "default", Binary: filepath.Join(bin, "cardinal-scheduler"), Config: defaultConfig},
+		{Name: "cardinal", Binary: filepath.Join(bin, "cardinal-scheduler"), Config: cardinalConfig},
+	}
+	if *peer {
+		schedulers = append(schedulers, scheduler{Name: "scheduler-plugins", Binary: filepath.Join(bin, "scheduler-plugins-scheduler"), Config: peerConfig, Peer: true})
+	}
+	ctx := context.Background()
+	var results []result
+	for _, w := range workloads(*mode) {
+		if *only != "" && !contains(strings.Split(*only, ","), w.Name) {
+			continue
+		}
+		for _, s := range schedulers {
+			if s.Peer && !w.Peer {
+				continue
+			}
+			fmt.Printf("%-16s %-9s ", w.Name, s.Name)
+			r, err := runOne(ctx, root, w, s, *profile)
+			if err != nil {
+				return fmt.Errorf("%s with %s: %w", w.Name, s.Name, err)
+			}
+			fmt.Printf("%d/%d bound, %.0f pods/s, attempt p99 %.2f ms, partial gangs %d\n", r.Bound, r.Pods, r.PodsPerSecond, r.AttemptP99, r.PartialGangs)
+			results = append(results, r)
+		}
+	}
+	fmt.Println("Filter + Reserve in process (go test -bench BenchmarkFilterReserve ./pkg/cardquota)")
+	plugins, err := runPluginBench(root)
+	if err != nil {
+		return err
+	}
+	report, err := render(*mode, root, results, plugins)
+	if err != nil {
+		return err
+	}
+	path := *out
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s\n", *out)
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

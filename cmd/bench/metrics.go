@@ -1,0 +1,81 @@
+package main
+
+import (
+	"io"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/component-base/metrics/testutil"
+)
+
+// The scheduler metrics the report reads, as kube-scheduler's own
+// scheduler_perf harness does.
+const (
+	attemptMetric = "scheduler_scheduling_attempt_duration_seconds"
+	pluginMetric  = "scheduler_plugin_execution_duration_seconds"
+)
+
+// metricSet is one scrape of a scheduler's /metrics.
+type metricSet struct {
+	families map[string]*dto.MetricFamily
+}
+
+func parseMetrics(r io.Reader) (*metricSet, error) {
+	f, err := testutil.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
+	}
+	return &metricSet{families: f}, nil
+}
+
+// histograms are the histograms of a metric whose labels match.
+func (m *metricSet) histograms(name string, labels map[string]string) testutil.HistogramVec {
+	var out testutil.HistogramVec
+	f := m.families[name]
+	if f == nil {
+		return nil
+	}
+	for _, metric := range f.GetMetric() {
+		if h := metric.GetHistogram(); h != nil && testutil.LabelsMatch(metric, labels) {
+			out = append(out, &testutil.Histogram{Histogram: h})
+		}
+	}
+	return out
+}
+
+// attempt is the q-quantile of successful scheduling attempts, in ms.
+func (m *metricSet) attempt(q float64) float64 {
+	vec := m.histograms(attemptMetric, map[string]string{"result": "scheduled"})
+	if vec.GetAggregatedSampleCount() == 0 {
+		return 0
+	}
+	return vec.Quantile(q) * 1000
+}
+
+// pluginP99 is the p99 execution time of each Cardinal plugin at each
+// extension point, in ms, keyed "Plugin/ExtensionPoint" (plugin metrics
+// are sampled: kube-scheduler records about one cycle in ten).
+func (m *metricSet) pluginP99() map[string]float64 {
+	out := map[string]float64{}
+	f := m.families[pluginMetric]
+	if f == nil {
+		return out
+	}
+	keys := map[string]map[string]string{}
+	for _, metric := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range metric.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if strings.HasPrefix(labels["plugin"], "Cardinal") {
+			keys[labels["plugin"]+"/"+labels["extension_point"]] = map[string]string{"plugin": labels["plugin"], "extension_point": labels["extension_point"]}
+		}
+	}
+	for key, labels := range keys {
+		vec := m.histograms(pluginMetric, labels)
+		if vec.GetAggregatedSampleCount() > 0 {
+			out[key] = vec.Quantile(0.99) * 1000
+		}
+	}
+	return out
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// render writes the report: where and when it ran, one row per workload and
+// scheduler, Cardinal's plugin timings, and the ratios the project tracks.
+func render(mode, root string, results []result, plugins []pluginBench) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmarks\n\n")
+	fmt.Fprintf(&b, "Written by `make bench` (`go run ./cmd/bench --mode %s`); do not edit by hand.\n\n", mode)
+	fmt.Fprintf(&b, "- date: %s\n- commit: %s\n- machine: %s\n- mode: %s\n\n", time.Now().UTC().Format(time.RFC3339), commit(root), machine(), mode)
+	b.WriteString("Each scheduler runs as a process against a fresh etcd and kube-apiserver with the same simulated nodes and pods, created before it starts. ")
+	b.WriteString("Pods/s is bound pods over the time from the first bind to the last. Attempt percentiles are kube-scheduler's `scheduler_scheduling_attempt_duration_seconds` for scheduled pods. ")
+	b.WriteString("`default` is kube-scheduler's default profile in the same binary. Only ratios from one run mean anything: the machine is shared.\n\n")
+
+	byKey := map[string]result{}
+	for _, r := range results {
+		byKey[r.Workload+"/"+r.Scheduler] = r
+	}
+	b.WriteString("| workload | scheduler | pods | bound | pods/s | attempt p50 ms | attempt p99 ms | partial gangs | pods/s vs default |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		vs := "-"
+		if d, ok := byKey[r.Workload+"/default"]; ok && r.Scheduler != "default" && d.PodsPerSecond > 0 {
+			vs = fmt.Sprintf("%.2f", r.PodsPerSecond/d.PodsPerSecond)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f | %.2f | %.2f | %d | %s |\n", r.Workload, r.Scheduler, r.Pods, r.Bound, r.PodsPerSecond, r.AttemptP50, r.AttemptP99, r.PartialGangs, vs)
+	}
+
+	b.WriteString("\n## Cardinal's plugins, p99 per call (ms)\n\nFrom `scheduler_plugin_execution_duration_seconds`, which kube-scheduler samples (about one cycle in ten).\n\n")
+	points := map[string]bool{}
+	for _, r := range results {
+		for k := range r.PluginP99 {
+			points[k] = true
+		}
+	}
+	cols := make([]string, 0, len(points))
+	for k := range points {
+		cols = append(cols, k)
+	}
+	sort.Strings(cols)
+	b.WriteString("| workload | " + strings.Join(cols, " | ") + " |\n|---|" + strings.Repeat("---|", len(cols)) + "\n")
+	for _, r := range results {
+		if r.Scheduler != "cardinal" {
+			continue
+		}
+		row := []string{r.Workload}
+		for _, c := range cols {
+			if v, ok := r.PluginP99[c]; ok {
+				row = append(row, fmt.Sprintf("%.3f", v))
+			} else {
+				row = append(row, "-")
+			}
+		}
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+
+	b.WriteString("\n## Filter + Reserve per call, in process\n\n`go test -bench BenchmarkFilterReserve ./pkg/cardquota`: one card-quota Filter and the queue cache's Reserve charge of a one-card pod, each queue holding pods of four models.\n\n")
+	b.WriteString("| queues | mean ns | p99 ns |\n|---|---|---|\n")
+	p99At := map[int]float64{}
+	for _, p := range plugins {
+		fmt.Fprintf(&b, "| %d | %.0f | %.0f |\n", p.Queues, p.NsPerOp, p.P99)
+		p99At[p.Queues] = p.P99
+	}
+
+	b.WriteString("\n## Ratios\n\n")
+	ratio := func(what string, num, den float64, target string) {
+		if den <= 0 {
+			fmt.Fprintf(&b, "- %s: not measured\n", what)
+			return
+		}
+		fmt.Fprintf(&b, "- %s: **%.2f** (target %s)\n", what, num/den, target)
+	}
+	pps := func(key string) float64 { return byKey[key].PodsPerSecond }
+	ratio("Cardinal / default, plain pods", pps("plain-pods/cardinal"), pps("plain-pods/default"), "≥ 0.95")
+	ratio("Cardinal gangs of 8 / Cardinal plain pods", pps("gangs-of-8/cardinal"), pps("plain-pods/cardinal"), "≥ 0.9")
+	ratio("Cardinal / default, gangs of 8", pps("gangs-of-8/cardinal"), pps("gangs-of-8/default"), "-")
+	if r, ok := byKey["contended/cardinal"]; ok {
+		fmt.Fprintf(&b, "- contended mix: Cardinal bound %d of %d pods with **%d partial gangs** (target 0); the default profile, which knows no gangs, left %d partial\n",
+			r.Bound, r.Pods, r.PartialGangs, byKey["contended/default"].PartialGangs)
+	}
+	if r, ok := byKey["contended/scheduler-plugins"]; ok {
+		ratio("Cardinal / scheduler-plugins, contended mix (pods/s)", pps("contended/cardinal"), r.PodsPerSecond, "≥ 3")
+		fmt.Fprintf(&b, "- contended mix: scheduler-plugins bound %d of %d pods with %d partial gangs\n", r.Bound, r.Pods, r.PartialGangs)
+	}
+	ratio("Filter+Reserve p99, 1000 queues / 10 queues", p99At[1000], p99At[10], "≤ 1.2")
+	ratio("Cardinal / default, cards over 1000 queues (pods/s)", pps("cards-1000q/cardinal"), pps("cards-1000q/default"), "-")
+	return b.String(), nil
+}
+
+func commit(root string) string {
+	out, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// machine describes where the run happened.
+func machine() string {
+	model := ""
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+		_ = f.Close()
+	}
+	return fmt.Sprintf("%d CPUs (%s), %s/%s, %s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

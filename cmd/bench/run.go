@@ -1,0 +1,376 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	"sigs.k8s.io/yaml"
+
+	"cardinal.dev/cardinal/pkg/controlplane"
+	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
+)
+
+// scheduler is one contender: a name for the report, its binary and how
+// to configure it.
+type scheduler struct {
+	Name string
+	// Binary is the scheduler's executable.
+	Binary string
+	// Config is the KubeSchedulerConfiguration the scheduler runs with.
+	Config string
+	// Peer marks scheduler-plugins' scheduler: it runs as the administrator
+	// (config/ grants it nothing), needs the ElasticQuota CRD and one
+	// ElasticQuota, and runs only workloads it can be compared on.
+	Peer bool
+}
+
+// result is what one run of one workload with one scheduler measured.
+type result struct {
+	Workload, Scheduler string
+	Pods, Bound         int
+	// PodsPerSecond is bound pods over the time from the first bind to the last.
+	PodsPerSecond float64
+	// AttemptP50 and AttemptP99 are scheduling_attempt_duration percentiles, in ms.
+	AttemptP50, AttemptP99 float64
+	// PluginP99 is the p99 of plugin execution, ms, by "Plugin/ExtensionPoint".
+	PluginP99 map[string]float64
+	// PartialGangs are gangs with some but fewer than min pods bound at the end.
+	PartialGangs int
+}
+
+// quiet is how long binding must stop before a contended run ends.
+const quiet = 5 * time.Second
+
+// runOne starts a fresh control plane, creates the workload's objects, then
+// starts the scheduler and measures until every pod is bound (or, for a
+// contended workload, binding stops).
+func runOne(ctx context.Context, root string, w workload, s scheduler, profileDir string) (result, error) {
+	res := result{Workload: w.Name, Scheduler: s.Name, Pods: len(w.pods())}
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		return res, err
+	}
+	defer cp.Stop()
+	if err := install(ctx, cp, root); err != nil {
+		return res, err
+	}
+	if s.Peer {
+		if err := installPeer(ctx, cp, root); err != nil {
+			return res, err
+		}
+	}
+	cfg := cp.Config()
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	if err := create(ctx, cp, w); err != nil {
+		return res, err
+	}
+
+	binds := newBindLog()
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(benchNamespace))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { binds.observe(obj.(*corev1.Pod)) },
+		AddFunc:    func(obj any) { binds.observe(obj.(*corev1.Pod)) },
+	}); err != nil {
+		return res, err
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+
+	sched, err := cp.StartSchedulerBinary(s.Binary, s.Config, s.Peer, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*")
+	if err != nil {
+		return res, err
+	}
+	defer sched.Stop()
+	if profileDir != "" && s.Name == "cardinal" {
+		go profileCPU(ctx, sched.Port, filepath.Join(profileDir, w.Name+".pprof"))
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		time.Sleep(200 * time.Millisecond)
+		if err := sched.Exited(); err != nil {
+			return res, fmt.Errorf("%s exited: %w (log %s)", s.Name, err, sched.LogPath)
+		}
+		n, last := binds.count()
+		if n == res.Pods || (w.Contended && n > 0 && time.Since(last) > quiet) || time.Now().After(deadline) {
+			break
+		}
+	}
+	res.Bound, res.PodsPerSecond = binds.rate()
+	res.PartialGangs = binds.partialGangs(w.GangSize)
+	metrics, err := scrape(ctx, sched.Port)
+	if err != nil {
+		return res, err
+	}
+	res.AttemptP50, res.AttemptP99, res.PluginP99 = metrics.attempt(0.5), metrics.attempt(0.99), metrics.pluginP99()
+	return res, nil
+}
+
+func install(ctx context.Context, cp *controlplane.ControlPlane, root string) error {
+	objs, err := controlplane.KustomizeBuild(filepath.Join(root, "config"))
+	if err != nil {
+		return err
+	}
+	a, err := controlplane.NewApplier(cp.Config())
+	if err != nil {
+		return err
+	}
+	return a.Apply(ctx, objs, false)
+}
+
+// installPeer installs what scheduler-plugins' CapacityScheduling reads:
+// its ElasticQuota CRD, from the scheduler-plugins release in the module
+// graph, and one ElasticQuota for the bench namespace that never limits.
+func installPeer(ctx context.Context, cp *controlplane.ControlPlane, root string) error {
+	dir, err := exec.Command("go", "-C", root, "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/scheduler-plugins").Output()
+	if err != nil {
+		return fmt.Errorf("finding scheduler-plugins in the module cache: %w", err)
+	}
+	crds, err := controlplane.ReadManifests(filepath.Join(strings.TrimSpace(string(dir)), "manifests", "capacityscheduling", "crd.yaml"))
+	if err != nil {
+		return err
+	}
+	a, err := controlplane.NewApplier(cp.Config())
+	if err != nil {
+		return err
+	}
+	if err := a.Apply(ctx, crds, false); err != nil {
+		return err
+	}
+	unlimited := map[string]any{"cpu": "1000000", "memory": "1000Ti", "nvidia.com/gpu": "1000000", "pods": "1000000"}
+	eq := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",
+		"metadata": map[string]any{"name": "bench", "namespace": benchNamespace},
+		"spec":     map[string]any{"min": unlimited, "max": unlimited},
+	}}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": benchNamespace}}}
+	return a.Apply(ctx, []*unstructured.Unstructured{ns, eq}, false)
+}
+
+// create makes the nodes, queues, PodGroups and pods, with a few clients in
+// parallel, before any scheduler runs.
+func create(ctx context.Context, cp *controlplane.ControlPlane, w workload) error {
+	cfg := cp.Config()
+	cfg.QPS, cfg.Burst = 5000, 5000
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	cardinal := cardinalclient.NewForConfigOrDie(cfg)
+	pgs := pgclient.NewForConfigOrDie(cfg)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	var jobs []func() error
+	for _, n := range w.nodes() {
+		jobs = append(jobs, func() error { _, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); return err })
+	}
+	for _, q := range w.queues() {
+		jobs = append(jobs, func() error {
+			_, err := cardinal.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{})
+			return err
+		})
+	}
+	for _, pg := range w.podGroups() {
+		jobs = append(jobs, func() error {
+			_, err := pgs.SchedulingV1alpha1().PodGroups(benchNamespace).Create(ctx, pg, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := parallel(jobs); err != nil {
+		return err
+	}
+	jobs = jobs[:0]
+	for _, p := range w.pods() {
+		jobs = append(jobs, func() error {
+			_, err := kube.CoreV1().Pods(benchNamespace).Create(ctx, p, metav1.CreateOptions{})
+			return err
+		})
+	}
+	return parallel(jobs)
+}
+
+func parallel(jobs []func() error) error {
+	const workers = 16
+	ch := make(chan func() error)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var first error
+			for j := range ch {
+				if err := j(); err != nil && first == nil {
+					first = err
+				}
+			}
+			errs <- first
+		}()
+	}
+	for _, j := range jobs {
+		ch <- j
+	}
+	close(ch)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindLog records when each pod was first seen bound, and its gang.
+type bindLog struct {
+	mu     sync.Mutex
+	at     map[string]time.Time
+	gangOf map[string]string
+}
+
+func newBindLog() *bindLog { return &bindLog{at: map[string]time.Time{}, gangOf: map[string]string{}} }
+
+func (b *bindLog) observe(p *corev1.Pod) {
+	if p.Spec.NodeName == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, seen := b.at[p.Name]; !seen {
+		b.at[p.Name] = time.Now()
+		b.gangOf[p.Name] = p.Labels[schedv1alpha1.PodGroupLabel]
+	}
+}
+
+func (b *bindLog) count() (int, time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var last time.Time
+	for _, t := range b.at {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return len(b.at), last
+}
+
+// rate is bound pods and pods per second from the first bind to the last.
+func (b *bindLog) rate() (int, float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var first, last time.Time
+	for _, t := range b.at {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if t.After(last) {
+			last = t
+		}
+	}
+	d := last.Sub(first).Seconds()
+	if len(b.at) < 2 || d <= 0 {
+		return len(b.at), 0
+	}
+	return len(b.at), float64(len(b.at)-1) / d
+}
+
+func (b *bindLog) partialGangs(min int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bound := map[string]int{}
+	for _, g := range b.gangOf {
+		if g != "" {
+			bound[g]++
+		}
+	}
+	partial := 0
+	for _, n := range bound {
+		if n < min {
+			partial++
+		}
+	}
+	return partial
+}
+
+// get reads a path of the scheduler's secure port.
+func get(ctx context.Context, port int, path string) ([]byte, error) {
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Minute} //nolint:gosec // a local scheduler's self-signed certificate
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", port, path), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return body, err
+}
+
+// scrape reads the scheduler's /metrics.
+func scrape(ctx context.Context, port int) (*metricSet, error) {
+	body, err := get(ctx, port, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(bytes.NewReader(body))
+}
+
+// profileCPU writes a 5-second CPU profile of the scheduler to path; the
+// report's analysis of where time goes comes from these.
+func profileCPU(ctx context.Context, port int, path string) {
+	for i := 0; i < 100; i++ {
+		if _, err := get(ctx, port, "/healthz"); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	body, err := get(ctx, port, "/debug/pprof/profile?seconds=5")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	_ = os.WriteFile(path, body, 0o644)
+}
+
+// benchConfig writes a copy of a scheduler configuration into dir with what
+// every contender gets alike, as scheduler_perf does: client QPS high enough
+// that binding is not throttled (kube-scheduler's default is 50), and no
+// leader election (one replica). Everything else is as given.
+func benchConfig(dir, name string, data []byte) (string, error) {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return "", err
+	}
+	cfg["clientConnection"] = map[string]any{"qps": 5000, "burst": 5000}
+	cfg["leaderElection"] = map[string]any{"leaderElect": false}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	return path, os.WriteFile(path, out, 0o600)
+}

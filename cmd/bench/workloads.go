@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// models are the card models of the card quota workloads.
+var models = []string{"NVIDIA-H200", "NVIDIA-H800", "NVIDIA-GeForce-RTX-4090", "NVIDIA-GeForce-RTX-4090-D"}
+
+// workload is one scenario, sized for a 2-core machine.
+type workload struct {
+	Name string
+	// What it shows, for the report.
+	About string
+	// Nodes, each with GPUs cards of the model at index i % len(Models).
+	Nodes, GPUs int
+	Models      []string
+	// Queues with card quota for every model; pods are spread over them.
+	Queues int
+	// Gangs of GangSize pods (min = GangSize), each pod using PodGPUs cards;
+	// or, with Gangs 0, Pods plain pods.
+	Gangs, GangSize, PodGPUs int
+	Pods                     int
+	// CardName, when set, is the card-name of every pod.
+	CardName string
+	// Contended workloads do not all fit: the run ends when binding stops,
+	// and partial gangs are counted.
+	Contended bool
+	// Peer tells whether scheduler-plugins' scheduler can be compared on it
+	// (it has no card-model quota).
+	Peer bool
+}
+
+// workloads returns the scenarios of a mode: short finishes in a few
+// minutes, full is the size the benchmark is quoted at.
+func workloads(mode string) []workload {
+	scale := func(full, short int) int {
+		if mode == "full" {
+			return full
+		}
+		return short
+	}
+	nodes := scale(1000, 250)
+	out := []workload{
+		{Name: "plain-pods", About: "pods without groups: the overhead of Cardinal's plugins",
+			Nodes: nodes, GPUs: 8, Models: models[:1], Queues: 1, Pods: scale(5000, 1500), Peer: true},
+		{Name: "gangs-of-8", About: "gangs of 8 one-card pods on 8-GPU nodes",
+			Nodes: scale(375, 125), GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(375, 125), GangSize: 8, PodGPUs: 1, Peer: true},
+		{Name: "gangs-of-1000", About: "3 gangs of 1000 (short: 3 of 300)",
+			Nodes: nodes, GPUs: 8, Models: models[:1], Queues: 1, Gangs: 3, GangSize: scale(1000, 300), PodGPUs: 1, Peer: true},
+		{Name: "contended", About: "gangs of 16 one-card pods asking for twice the GPUs there are: half the gangs fit",
+			Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(200, 64), GangSize: 16, PodGPUs: 1, Contended: true, Peer: true},
+	}
+	for _, q := range []int{20, 10, 100, 1000} {
+		out = append(out, workload{
+			Name: fmt.Sprintf("cards-%dq", q), About: fmt.Sprintf("one-card pods asking for any of 4 models, over %d queues with quota per model", q),
+			Nodes: nodes, GPUs: 8, Models: models, Queues: q, Pods: scale(4000, 1500), PodGPUs: 1,
+			CardName: models[0] + "|" + models[1] + "|" + models[2] + "|" + models[3],
+		})
+	}
+	return out
+}
+
+const benchNamespace = "bench"
+
+func (w workload) nodes() []*corev1.Node {
+	out := make([]*corev1.Node, 0, w.Nodes)
+	for i := range w.Nodes {
+		out = append(out, builder.MakeNode(fmt.Sprintf("node-%d", i)).
+			Res(corev1.ResourceCPU, "64").Res(corev1.ResourceMemory, "512Gi").Res(corev1.ResourcePods, "110").
+			GPU(w.Models[i%len(w.Models)], w.GPUs).Obj())
+	}
+	return out
+}
+
+// queues give every queue enough quota of every model for its share of the
+// pods, so quota never limits: the runs measure its cost, not its effect.
+func (w workload) queues() []*v1alpha1.Queue {
+	out := make([]*v1alpha1.Queue, 0, w.Queues)
+	for i := range w.Queues {
+		q := builder.MakeQueue(queueName(i))
+		for _, m := range w.Models {
+			q.Card(m, 0, int32(w.Nodes*w.GPUs))
+		}
+		out = append(out, q.Obj())
+	}
+	return out
+}
+
+func queueName(i int) string { return fmt.Sprintf("q-%d", i) }
+
+func (w workload) podGroups() []*schedv1alpha1.PodGroup {
+	out := make([]*schedv1alpha1.PodGroup, 0, w.Gangs)
+	for g := range w.Gangs {
+		out = append(out, &schedv1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: fmt.Sprintf("gang-%d", g)},
+			Spec:       schedv1alpha1.PodGroupSpec{MinMember: int32(w.GangSize)},
+		})
+	}
+	return out
+}
+
+// pods are the workload's pods; gang pods carry their gang's label.
+func (w workload) pods() []*corev1.Pod {
+	var out []*corev1.Pod
+	add := func(name, gang string, i int) {
+		p := builder.MakePod(benchNamespace, name).Req(corev1.ResourceCPU, "100m").Req(corev1.ResourceMemory, "256Mi").
+			Label(v1alpha1.QueueLabel, queueName(i%w.Queues))
+		if w.PodGPUs > 0 {
+			p.GPU(w.PodGPUs)
+		}
+		if w.CardName != "" {
+			p.CardName(w.CardName)
+		}
+		if gang != "" {
+			p.Label(schedv1alpha1.PodGroupLabel, gang)
+		}
+		out = append(out, p.Obj())
+	}
+	if w.Gangs == 0 {
+		for i := range w.Pods {
+			add(fmt.Sprintf("pod-%d", i), "", i)
+		}
+		return out
+	}
+	for g := range w.Gangs {
+		for i := range w.GangSize {
+			add(fmt.Sprintf("gang-%d-%d", g, i), fmt.Sprintf("gang-%d", g), g)
+		}
+	}
+	return out
+}
