@@ -2,22 +2,13 @@ package cardquota
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/cardmodel"
-)
-
-var (
-	queueEventResource = fwk.EventResource(fmt.Sprintf("queues.%s.%s",
-		v1alpha1.SchemeGroupVersion.Version, v1alpha1.SchemeGroupVersion.Group))
-	podGroupEventResource = fwk.EventResource(fmt.Sprintf("podgroups.%s.%s",
-		schedv1alpha1.SchemeGroupVersion.Version, schedv1alpha1.SchemeGroupVersion.Group))
+	"cardinal.dev/cardinal/pkg/eventhandler"
 )
 
 // EventsToRegister names what can give a refused pod cards: a placed pod
@@ -28,9 +19,9 @@ var (
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.cardsFreed},
-		{Event: fwk.ClusterEvent{Resource: queueEventResource, ActionType: fwk.Add | fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: eventhandler.QueueResource, ActionType: fwk.Add | fwk.Update}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}},
-		{Event: fwk.ClusterEvent{Resource: podGroupEventResource, ActionType: fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Update}},
 	}, nil
 }
 

@@ -9,13 +9,10 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"cardinal.dev/cardinal/pkg/eventhandler"
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/podgroups"
 )
-
-// podGroupEventResource is how kube-scheduler names PodGroup events.
-var podGroupEventResource = fwk.EventResource(fmt.Sprintf("podgroups.%s.%s",
-	schedv1alpha1.SchemeGroupVersion.Version, schedv1alpha1.SchemeGroupVersion.Group))
 
 // EventsToRegister names the cluster events that can let a pod this plugin
 // turned away be tried again: a new pod or a new or changed PodGroup of its
@@ -24,7 +21,7 @@ var podGroupEventResource = fwk.EventResource(fmt.Sprintf("podgroups.%s.%s",
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: sameGangPod},
-		{Event: fwk.ClusterEvent{Resource: podGroupEventResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: sameGangPodGroup},
+		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: sameGangPodGroup},
 	}, nil
 }
 

@@ -2,18 +2,13 @@ package elasticquota
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/eventhandler"
 )
-
-// queueEventResource is how kube-scheduler names Queue events.
-var queueEventResource = fwk.EventResource(fmt.Sprintf("queues.%s.%s",
-	v1alpha1.SchemeGroupVersion.Version, v1alpha1.SchemeGroupVersion.Group))
 
 // EventsToRegister names what can give a refused pod room in its queue: a
 // placed pod of the same queue deleted or finished (kube-scheduler reports a
@@ -22,7 +17,7 @@ var queueEventResource = fwk.EventResource(fmt.Sprintf("queues.%s.%s",
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.sameQueuePodFreed},
-		{Event: fwk.ClusterEvent{Resource: queueEventResource, ActionType: fwk.Add | fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: eventhandler.QueueResource, ActionType: fwk.Add | fwk.Update}},
 	}, nil
 }
 

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -196,18 +194,7 @@ func TestNodeChangesUnderPods(t *testing.T) {
 // TestCardUnlimitedCPUMemory: with cardUnlimitedCpuMemory, pods that use
 // cards are not charged cpu and memory; other pods still are (SPEC §1.5).
 func TestCardUnlimitedCPUMemory(t *testing.T) {
-	data, err := os.ReadFile(env.configPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := strings.Replace(string(data), "cardUnlimitedCpuMemory: false", "cardUnlimitedCpuMemory: true", 1)
-	if cfg == string(data) {
-		t.Fatal("config/scheduler-config.yaml no longer sets cardUnlimitedCpuMemory: false; update this test")
-	}
-	path := filepath.Join(t.TempDir(), "unlimited.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := configWith(t, "cardUnlimitedCpuMemory: false", "cardUnlimitedCpuMemory: true")
 	createQueue(t, builder.MakeQueue("unlimited").Capability(corev1.ResourceCPU, "2").Card(h200, 2, 2).Obj())
 	ns := createNamespaceInQueue(t, "card-unlimited", "unlimited")
 	createNodes(t, gpuNodes("ul", 1, 4)...)

@@ -42,18 +42,7 @@ func TestConfigAppliesServerSide(t *testing.T) {
 // TestBadPluginArgsFailStartup: a bad plugin argument stops the scheduler at
 // start-up with the field's path in the message (SPEC §1.5).
 func TestBadPluginArgsFailStartup(t *testing.T) {
-	data, err := os.ReadFile(env.configPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := strings.Replace(string(data), "permitWaitingTimeSeconds: 60", "permitWaitingTimeSeconds: -5", 1)
-	if bad == string(data) {
-		t.Fatal("config/scheduler-config.yaml no longer sets permitWaitingTimeSeconds: 60; update this test")
-	}
-	path := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := configWith(t, "permitWaitingTimeSeconds: 60", "permitWaitingTimeSeconds: -5")
 	s, err := env.cp.StartScheduler(path)
 	if err != nil {
 		t.Fatal(err)
@@ -70,4 +59,23 @@ func TestBadPluginArgsFailStartup(t *testing.T) {
 	if !strings.Contains(string(log), want) {
 		t.Errorf("start-up error does not name %s; log:\n%s", want, tail(string(log), 20))
 	}
+}
+
+// configWith writes a copy of config/scheduler-config.yaml with one line
+// changed, as a user would edit it, and returns its path.
+func configWith(t *testing.T, old, new string) string {
+	t.Helper()
+	data, err := os.ReadFile(env.configPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(data), old, new, 1)
+	if changed == string(data) {
+		t.Fatalf("config/scheduler-config.yaml no longer has %q; update this test", old)
+	}
+	path := filepath.Join(t.TempDir(), "scheduler-config.yaml")
+	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
