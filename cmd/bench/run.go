@@ -339,7 +339,7 @@ func scrape(ctx context.Context, port int) (*metricSet, error) {
 	return parseMetrics(bytes.NewReader(body))
 }
 
-// profileCPU writes a 5-second CPU profile of the scheduler to path; the
+// profileCPU writes a 10-second CPU profile of the scheduler to path; the
 // report's analysis of where time goes comes from these.
 func profileCPU(ctx context.Context, port int, path string) {
 	for i := 0; i < 100; i++ {
@@ -348,7 +348,7 @@ func profileCPU(ctx context.Context, port int, path string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	body, err := get(ctx, port, "/debug/pprof/profile?seconds=5")
+	body, err := get(ctx, port, "/debug/pprof/profile?seconds=10")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "profile:", err)
 		return

@@ -242,6 +242,16 @@ func (m *manager) fail(k gang.Key, reason string) (waiting []types.UID, wake map
 	return waiting, m.unparkLocked()
 }
 
+// reservedMembers lists the gang's reserved members: those at Permit or binding.
+func (m *manager) reservedMembers(k gang.Key) []types.UID {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if g := m.gangs[k]; g != nil {
+		return g.reserved.UnsortedList()
+	}
+	return nil
+}
+
 func (m *manager) backoffLocked(g *gangState, reason string) {
 	until := m.clock.Now().Add(m.backoff)
 	if until.After(g.backoffUntil) {

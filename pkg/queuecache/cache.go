@@ -109,6 +109,9 @@ type Cache struct {
 	// nodes are the card models of each node; podsOn indexes placed pods by node.
 	nodes  map[string]cardmodel.Node
 	podsOn map[string]map[types.UID]*podEntry
+	// nodeReads mirrors nodes for lock-free reads by Filter and Score;
+	// written only under mu, alongside nodes.
+	nodeReads sync.Map
 	// cardResources are resources some node carries as cards, beyond the
 	// well-known ones.
 	cardResources map[corev1.ResourceName]bool

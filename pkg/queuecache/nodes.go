@@ -26,6 +26,7 @@ func (c *Cache) UpsertNode(node *corev1.Node) (detected cardmodel.Node, changed 
 		return detected, false
 	}
 	c.nodes[node.Name] = detected
+	c.nodeReads.Store(node.Name, detected)
 	for _, card := range detected.Cards {
 		c.cardResources[card.Resource] = true
 	}
@@ -43,14 +44,18 @@ func (c *Cache) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
+	c.nodeReads.Delete(name)
 }
 
-// Node returns a node's card models as last detected.
+// Node returns a node's card models as last detected. It takes no lock:
+// Filter and Score call it for every node from parallel goroutines, where
+// even a read lock's shared counter showed in profiles.
 func (c *Cache) Node(name string) (cardmodel.Node, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	n, ok := c.nodes[name]
-	return n, ok
+	v, ok := c.nodeReads.Load(name)
+	if !ok {
+		return cardmodel.Node{}, false
+	}
+	return v.(cardmodel.Node), true
 }
 
 // IsCardResource tells whether a pod's request of resource uses cards: a
