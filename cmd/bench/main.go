@@ -5,7 +5,7 @@
 // Every scheduler runs as a process, as a user runs it, against a fresh
 // etcd and kube-apiserver with simulated nodes. Each workload's objects are
 // created first; then the scheduler starts, and the run measures pods per
-// second from the first bind to the last, and reads the scheduler's own
+// second from the scheduler being ready to the last bind, and reads the scheduler's own
 // metrics: scheduling_attempt_duration percentiles and each Cardinal
 // plugin's execution time, the numbers kube-scheduler's scheduler_perf
 // reports. Only ratios measured in the same run are meaningful: this

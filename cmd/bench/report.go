@@ -19,7 +19,7 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 	fmt.Fprintf(&b, "Written by `make bench` (`go run ./cmd/bench --mode %s`); do not edit by hand.\n\n", mode)
 	fmt.Fprintf(&b, "- date: %s\n- commit: %s\n- machine: %s\n- mode: %s\n\n", time.Now().UTC().Format(time.RFC3339), commit(root), machine(), mode)
 	b.WriteString("Each scheduler runs as a process against a fresh etcd and kube-apiserver with the same simulated nodes and pods, created before it starts. ")
-	b.WriteString("Pods/s is bound pods over the time from the first bind to the last. Attempt percentiles are kube-scheduler's `scheduler_scheduling_attempt_duration_seconds` for scheduled pods. ")
+	b.WriteString("Pods/s is bound pods over the time from the scheduler's `/readyz` answering ok to the last bind. Attempt percentiles are kube-scheduler's `scheduler_scheduling_attempt_duration_seconds` for scheduled pods. ")
 	b.WriteString("`default` is kube-scheduler's default profile in the same binary. Only ratios from one run mean anything: the machine is shared.\n\n")
 
 	byKey := map[string]result{}

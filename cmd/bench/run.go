@@ -47,7 +47,7 @@ type scheduler struct {
 type result struct {
 	Workload, Scheduler string
 	Pods, Bound         int
-	// PodsPerSecond is bound pods over the time from the first bind to the last.
+	// PodsPerSecond is bound pods over the time from the scheduler being ready to the last bind.
 	PodsPerSecond float64
 	// AttemptP50 and AttemptP99 are scheduling_attempt_duration percentiles, in ms.
 	AttemptP50, AttemptP99 float64
@@ -105,6 +105,10 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 	if profileDir != "" && s.Name == "cardinal" {
 		go profileCPU(ctx, sched.Port, filepath.Join(profileDir, w.Name+".pprof"))
 	}
+	ready, err := waitReady(ctx, sched)
+	if err != nil {
+		return res, err
+	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		time.Sleep(200 * time.Millisecond)
@@ -116,7 +120,7 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 			break
 		}
 	}
-	res.Bound, res.PodsPerSecond = binds.rate()
+	res.Bound, res.PodsPerSecond = binds.rate(ready)
 	res.PartialGangs = binds.partialGangs(w.GangSize)
 	metrics, err := scrape(ctx, sched.Port)
 	if err != nil {
@@ -273,24 +277,39 @@ func (b *bindLog) count() (int, time.Time) {
 	return len(b.at), last
 }
 
-// rate is bound pods and pods per second from the first bind to the last.
-func (b *bindLog) rate() (int, float64) {
+// rate is bound pods and pods per second from when the scheduler was ready
+// to the last bind. (Timing from the first bind seen instead was fooled when
+// the harness's own watch restarted and saw a burst of binds at once.)
+func (b *bindLog) rate(ready time.Time) (int, float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var first, last time.Time
+	var last time.Time
 	for _, t := range b.at {
-		if first.IsZero() || t.Before(first) {
-			first = t
-		}
 		if t.After(last) {
 			last = t
 		}
 	}
-	d := last.Sub(first).Seconds()
-	if len(b.at) < 2 || d <= 0 {
+	d := last.Sub(ready).Seconds()
+	if len(b.at) == 0 || d <= 0 {
 		return len(b.at), 0
 	}
-	return len(b.at), float64(len(b.at)-1) / d
+	return len(b.at), float64(len(b.at)) / d
+}
+
+// waitReady waits until the scheduler's /readyz answers ok: its informers
+// have synced and its event handlers have seen every object.
+func waitReady(ctx context.Context, sched *controlplane.Scheduler) (time.Time, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if err := sched.Exited(); err != nil {
+			return time.Time{}, fmt.Errorf("scheduler exited: %w (log %s)", err, sched.LogPath)
+		}
+		if _, err := get(ctx, sched.Port, "/readyz"); err == nil {
+			return time.Now(), nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Time{}, fmt.Errorf("scheduler not ready within 2 minutes (log %s)", sched.LogPath)
 }
 
 func (b *bindLog) partialGangs(min int) int {
