@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -102,23 +103,24 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 		return res, err
 	}
 	defer sched.Stop()
-	if profileDir != "" && s.Name == "cardinal" {
-		go profileCPU(ctx, sched.Port, filepath.Join(profileDir, w.Name+".pprof"))
-	}
 	ready, err := waitReady(ctx, sched)
 	if err != nil {
 		return res, err
 	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		time.Sleep(200 * time.Millisecond)
+	if profileDir != "" && s.Name == "cardinal" {
+		go profileCPU(ctx, sched.Port, filepath.Join(profileDir, w.Name+".pprof"))
+	}
+	// Until every pod is bound, or a contended run stops binding; a run
+	// that reaches neither within the timeout is reported as it stands.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, false, func(context.Context) (bool, error) {
 		if err := sched.Exited(); err != nil {
-			return res, fmt.Errorf("%s exited: %w (log %s)", s.Name, err, sched.LogPath)
+			return false, fmt.Errorf("%s exited: %w (log %s)", s.Name, err, sched.LogPath)
 		}
 		n, last := binds.count()
-		if n == res.Pods || (w.Contended && n > 0 && time.Since(last) > quiet) || time.Now().After(deadline) {
-			break
-		}
+		return n == res.Pods || (w.Contended && n > 0 && time.Since(last) > quiet), nil
+	})
+	if err != nil && !wait.Interrupted(err) {
+		return res, err
 	}
 	res.Bound, res.PodsPerSecond = binds.rate(ready)
 	res.PartialGangs = binds.partialGangs(w.GangSize)
@@ -299,17 +301,17 @@ func (b *bindLog) rate(ready time.Time) (int, float64) {
 // waitReady waits until the scheduler's /readyz answers ok: its informers
 // have synced and its event handlers have seen every object.
 func waitReady(ctx context.Context, sched *controlplane.Scheduler) (time.Time, error) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		if err := sched.Exited(); err != nil {
-			return time.Time{}, fmt.Errorf("scheduler exited: %w (log %s)", err, sched.LogPath)
+			return false, fmt.Errorf("scheduler exited: %w (log %s)", err, sched.LogPath)
 		}
-		if _, err := get(ctx, sched.Port, "/readyz"); err == nil {
-			return time.Now(), nil
-		}
-		time.Sleep(20 * time.Millisecond)
+		_, err := get(ctx, sched.Port, "/readyz")
+		return err == nil, nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("scheduler not ready: %w (log %s)", err, sched.LogPath)
 	}
-	return time.Time{}, fmt.Errorf("scheduler not ready within 2 minutes (log %s)", sched.LogPath)
+	return time.Now(), nil
 }
 
 func (b *bindLog) partialGangs(min int) int {
@@ -361,12 +363,6 @@ func scrape(ctx context.Context, port int) (*metricSet, error) {
 // profileCPU writes a 10-second CPU profile of the scheduler to path; the
 // report's analysis of where time goes comes from these.
 func profileCPU(ctx context.Context, port int, path string) {
-	for i := 0; i < 100; i++ {
-		if _, err := get(ctx, port, "/healthz"); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	body, err := get(ctx, port, "/debug/pprof/profile?seconds=10")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "profile:", err)

@@ -33,8 +33,47 @@ func TestCardQuotaCap(t *testing.T) {
 	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), bound[0], metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	waitBoundCount(t, ns, 3)
+	bound = waitBoundCount(t, ns, 3)
 	holdBoundAtMost(t, ns, 3)
+
+	// A pod that completes gives its card back too: the last one binds.
+	done, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), bound[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done.Status.Phase = corev1.PodSucceeded
+	if _, err := env.kube.CoreV1().Pods(ns).UpdateStatus(context.Background(), done, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitBoundCount(t, ns, 4) // the completed pod keeps its node name
+	holdFor(t, holdWindow, func() error {
+		if running := len(boundPods(t, ns)) - 1; running > 3 {
+			return fmt.Errorf("%d pods hold NVIDIA-H200 cards, more than the capability 3", running)
+		}
+		return nil
+	})
+	waitQueueCards(t, "cap-h200", map[string]int32{h200: 3})
+}
+
+// TestNonPreemptibleCardsOnlyGuarantee: non-preemptible pods may use only
+// the queue's card guarantee, preemptible ones may borrow up to the
+// capability (SPEC §3.5, §4.2).
+func TestNonPreemptibleCardsOnlyGuarantee(t *testing.T) {
+	createQueue(t, builder.MakeQueue("np-cards").Card(h200, 1, 3).Obj())
+	ns := createNamespaceInQueue(t, "card-nonpre", "np-cards")
+	createNodes(t, gpuNodes("npc", 1, 4)...)
+	startScheduler(t)
+
+	np := func(name string) *corev1.Pod {
+		return builder.MakePod(ns, name).Label(v1alpha1.PreemptibilityLabel, v1alpha1.NonPreemptible).GPU(1).CardName(h200).Obj()
+	}
+	createPods(t, np("np-0"), np("np-1"))
+	waitBound(t, ns, "np-0")
+	waitPodEvent(t, ns, "np-1", "queue np-cards: non-preemptible pods may use only its guarantee of NVIDIA-H200: requested 1, would use 2, guarantee 1")
+	neverBound(t, ns, "np-1")
+
+	createPods(t, builder.MakePod(ns, "borrow").Label(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible).GPU(2).CardName(h200).Obj())
+	waitBound(t, ns, "borrow")
 }
 
 // TestCardAlternatives: pods that may use "4090|4090-D" are charged for the
