@@ -8,6 +8,7 @@ package cardmodel
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -48,6 +49,10 @@ type Node struct {
 	// Unlabelled lists card resources the node has that no product label names:
 	// they count only as plain resources, and the node deserves an event.
 	Unlabelled []corev1.ResourceName
+	// products are the node's product labels: <domain>/<type> -> product.
+	products map[string]string
+	// mpsModel is what an MPS share on this node is called, "" without an NVIDIA product.
+	mpsModel string
 }
 
 // Detect reads a node's card models from its labels and allocatable.
@@ -67,6 +72,12 @@ func Detect(node *corev1.Node) Node {
 	}
 	nvidiaProduct := products["nvidia.com/gpu"]
 	out.Product = nvidiaProduct
+	if len(products) > 0 {
+		out.products = products
+	}
+	if nvidiaProduct != "" {
+		out.mpsModel = mpsModel(nvidiaProduct, node.Labels)
+	}
 	for name, qty := range node.Status.Allocatable {
 		n := string(name)
 		count := qty.Value()
@@ -76,14 +87,13 @@ func Detect(node *corev1.Node) Node {
 				out.Unlabelled = append(out.Unlabelled, name)
 				continue
 			}
-			profile := strings.TrimPrefix(n, migPrefix)
-			out.Cards = append(out.Cards, Card{Model: nvidiaProduct + "/mig-" + profile + "-mixed", Resource: name, Count: count})
+			out.Cards = append(out.Cards, Card{Model: migModel(nvidiaProduct, name), Resource: name, Count: count})
 		case name == MPSResource:
 			if nvidiaProduct == "" {
 				out.Unlabelled = append(out.Unlabelled, name)
 				continue
 			}
-			out.Cards = append(out.Cards, Card{Model: mpsModel(nvidiaProduct, node.Labels), Resource: name, Count: count})
+			out.Cards = append(out.Cards, Card{Model: out.mpsModel, Resource: name, Count: count})
 		default:
 			if p, ok := products[n]; ok {
 				out.Cards = append(out.Cards, Card{Model: p, Resource: name, Count: count})
@@ -98,6 +108,11 @@ func Detect(node *corev1.Node) Node {
 	sort.Slice(out.Cards, func(i, j int) bool { return out.Cards[i].Model < out.Cards[j].Model })
 	sort.Slice(out.Unlabelled, func(i, j int) bool { return out.Unlabelled[i] < out.Unlabelled[j] })
 	return out
+}
+
+// migModel names a MIG slice: <product>/mig-<profile>-mixed.
+func migModel(product string, resource corev1.ResourceName) string {
+	return product + "/mig-" + strings.TrimPrefix(string(resource), migPrefix) + "-mixed"
 }
 
 // mpsModel names an MPS share: <product>/mps-<memGiB>g*1/<replicas>, where
@@ -124,29 +139,45 @@ func isAcceleratorResource(name string) bool {
 
 // Equal tells whether two detections are the same.
 func (n Node) Equal(o Node) bool {
-	return n.Product == o.Product && slices.Equal(n.Cards, o.Cards) && slices.Equal(n.Unlabelled, o.Unlabelled)
+	return n.Product == o.Product && n.mpsModel == o.mpsModel && maps.Equal(n.products, o.products) &&
+		slices.Equal(n.Cards, o.Cards) && slices.Equal(n.Unlabelled, o.Unlabelled)
 }
 
-// ModelOf returns the card model of resource on this node, or "".
+// ModelOf returns the card model a request of resource is counted as on
+// this node, or "" when resource is not a card there. It reads the node's
+// product labels only, not what it has allocatable: a pod keeps being
+// counted as the model it was placed as when the node is re-sliced under
+// it (the GPU is still the same product), and the answer is the same after
+// a restart as before.
 func (n Node) ModelOf(resource corev1.ResourceName) string {
-	for _, c := range n.Cards {
-		if c.Resource == resource {
-			return c.Model
+	switch {
+	case strings.HasPrefix(string(resource), migPrefix):
+		if p := n.products["nvidia.com/gpu"]; p != "" {
+			return migModel(p, resource)
 		}
+		return ""
+	case resource == MPSResource:
+		return n.mpsModel
+	default:
+		return n.products[string(resource)]
 	}
-	return ""
 }
 
-// PodCards is what a pod placed on node uses, in cards per model. Requests of
-// resources that are not cards on that node are not counted.
+// PodCards is what a pod placed on node is charged, in cards per model
+// (SPEC §4.1): each card resource it requests, counted as the model the
+// node's labels name for it (ModelOf). Requests of resources that are not
+// cards on that node are not counted.
 func (n Node) PodCards(pod *corev1.Pod) map[string]int64 {
+	if len(n.products) == 0 {
+		return nil
+	}
 	var out map[string]int64
-	for _, c := range n.Cards {
-		if q := podRequest(pod, c.Resource); q > 0 {
+	for r, q := range CardRequests(pod, func(r corev1.ResourceName) bool { return n.ModelOf(r) != "" }) {
+		if q > 0 {
 			if out == nil {
 				out = map[string]int64{}
 			}
-			out[c.Model] += q
+			out[n.ModelOf(r)] += q
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"cardinal.dev/cardinal/test/builder"
 )
@@ -56,7 +57,10 @@ func TestDetect(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, Detect(tc.node)); diff != "" {
+			// products and mpsModel are ModelOf's inputs, tested through PodCards below.
+			got := Detect(tc.node)
+			got.products, got.mpsModel = nil, ""
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Detect (-want, +got):\n%s", diff)
 			}
 		})
@@ -74,6 +78,7 @@ func TestPodCards(t *testing.T) {
 		{"MIG slice", builder.MakePod("ns", "p").Req("nvidia.com/mig-1g.18gb", "1").Obj(), map[string]int64{"NVIDIA-H200/mig-1g.18gb-mixed": 1}},
 		{"cpu only", builder.MakePod("ns", "p").Req("cpu", "4").Obj(), nil},
 		{"resource the node lacks", builder.MakePod("ns", "p").Req("amd.com/gpu", "1").Obj(), nil},
+		{"MPS share", builder.MakePod("ns", "p").Extended(MPSResource, 1).Obj(), map[string]int64{"NVIDIA-H200/mps-0g*1/1": 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,5 +86,31 @@ func TestPodCards(t *testing.T) {
 				t.Errorf("PodCards (-want, +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPodCardsAfterReslice: a pod is charged by the node's product labels,
+// not by what the node has allocatable now, so a node re-sliced under a
+// running pod (whole cards gone, MIG slices instead) charges it the same
+// model as before, and so does a scheduler started afterwards.
+func TestPodCardsAfterReslice(t *testing.T) {
+	node := builder.MakeNode("n").GPU("NVIDIA-H200", 2).Obj()
+	before := Detect(node)
+	delete(node.Status.Allocatable, builder.GPUResource)
+	node.Status.Allocatable["nvidia.com/mig-1g.18gb"] = resource.MustParse("7")
+	after := Detect(node)
+	pod := builder.MakePod("ns", "p").GPU(1).Obj()
+	want := map[string]int64{"NVIDIA-H200": 1}
+	for name, n := range map[string]Node{"before": before, "after": after} {
+		if diff := cmp.Diff(want, n.PodCards(pod)); diff != "" {
+			t.Errorf("%s the re-slice (-want, +got):\n%s", name, diff)
+		}
+	}
+	if before.Equal(after) {
+		t.Error("a re-slice must count as a change of the node's cards")
+	}
+	unlabelled := Detect(builder.MakeNode("n").Res("nvidia.com/gpu", "8").Obj())
+	if got := unlabelled.PodCards(pod); got != nil {
+		t.Errorf("cards without a product have no model, got %v", got)
 	}
 }
