@@ -1,20 +1,49 @@
 // Command cardinal-scheduler is kube-scheduler with every Cardinal plugin
 // registered. It takes kube-scheduler's flags; run it with
 // --config=config/scheduler-config.yaml for the cardinal-scheduler profile.
+//
+// Before kube-scheduler builds the plugins, the command reads, once, the
+// settings they share (pkg/settings) into the one scheduling state, and
+// starts the status writers under the scheduler's own leader election
+// settings (pkg/controllers).
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 
+	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"cardinal.dev/cardinal/pkg/controllers"
 	"cardinal.dev/cardinal/pkg/registry"
+	"cardinal.dev/cardinal/pkg/settings"
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 func main() {
-	os.Exit(cli.Run(app.NewSchedulerCommand(registry.Options()...)))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	st := state.New(state.DefaultSettings())
+	cmd := app.NewSchedulerCommand(registry.Options(st)...)
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := settings.FromFlags(cmd.Flags())
+		if err != nil {
+			return err
+		}
+		st.Configure(cfg.State)
+		if cfg.Enabled {
+			controllers.Start(ctx, st, cfg.LeaderElection)
+		}
+		return nil
+	}
+	code := cli.Run(cmd)
+	stop()
+	os.Exit(code)
 }

@@ -13,8 +13,7 @@ import (
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/cardmodel"
 	"cardinal.dev/cardinal/pkg/gang"
-	"cardinal.dev/cardinal/pkg/podgroups"
-	"cardinal.dev/cardinal/pkg/queuecache"
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 // PreEnqueue holds a gang back, so that none of its pods is even tried,
@@ -24,39 +23,45 @@ import (
 // volcano.sh/card.request), scaled to the members still missing; without
 // one, this pod's cards for each missing member. The PodGroup gets an event
 // that says why, in cards.
-func (p *Plugin) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.Status {
+func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	k, ok := gang.Of(pod)
-	if !ok || !p.resolver.Ready() || !p.cache.SyncedForAdmission(ctx) {
-		return nil // PreFilter waits for the cache and checks each pod
-	}
-	ns, name := k.Split()
-	pg, err := p.podGroups.PodGroups(ns).Get(name)
-	if err != nil {
-		return nil // the gang plugin says the PodGroup is missing
-	}
-	missing := int64(pg.Spec.MinMember) - int64(p.cache.GangPlaced(k))
-	if missing <= 0 {
-		p.holds.Release(k, Name)
+	if !ok {
 		return nil
 	}
-	queue, _ := p.resolver.QueueOf(pod)
-	cards := p.cache.Cards(queue)
+	if !p.state.Synced() {
+		return p.state.Defer(pod)
+	}
+	v, ok := p.state.Gang(k)
+	if !ok {
+		return nil // the gang plugin says the PodGroup is missing
+	}
+	missing := int64(v.Group.Spec.MinMember) - int64(v.Placed)
+	if missing <= 0 {
+		p.state.Release(k, Name)
+		return nil
+	}
+	c := p.state.Candidate(pod)
+	cards := p.state.Cards(c.Queue)
 	var msg string
-	reqs, err := p.gangRequests(pod, pg, missing, cards)
+	reqs, err := gangRequests(c, v.Group, missing, cards)
 	if err != nil {
 		msg = fmt.Sprintf("gang %s is held: %v", k, err)
-	} else if short := shortfall(queue, reqs, cards, nil); short != "" {
-		_, elastic := p.cache.ElasticUsage(queue, p.minOf)
-		if short = shortfall(queue, reqs, cards, elastic); short != "" {
+	} else if short := shortfall(c.Queue, reqs, cards, nil); short != "" {
+		// The queue's own elastic pods count as free: they give way to a min.
+		elastic := make(map[string]int64, len(cards))
+		for m, u := range cards {
+			elastic[m] = u.Elastic
+		}
+		if short = shortfall(c.Queue, reqs, cards, elastic); short != "" {
 			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; %s (its elastic pods counted as free)", k, missing, short)
 		}
 	}
 	if msg == "" {
-		p.holds.Release(k, Name)
+		p.state.Release(k, Name)
 		return nil
 	}
-	if p.holds.Hold(k, Name, msg) {
-		p.handle.EventRecorder().Eventf(podgroups.EventRef(p.podGroups, ns, name), nil, corev1.EventTypeWarning, "GangHeldByCardQuota", "Admission", "%s", msg)
+	if p.state.Hold(pod, k, Name, msg, c.Queue, true) {
+		p.handle.EventRecorder().Eventf(p.state.PodGroupRef(k), nil, corev1.EventTypeWarning, "GangHeldByCardQuota", "Admission", "%s", msg)
 	}
 	// A held pod is never tried, so no FailedScheduling tells its reason:
 	// this does (repeats fold into one event series).
@@ -65,7 +70,7 @@ func (p *Plugin) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.Status {
 }
 
 // gangRequests is what the rest of a gang's min needs in cards.
-func (p *Plugin) gangRequests(pod *corev1.Pod, pg *schedv1alpha1.PodGroup, missing int64, cards map[string]queuecache.CardUsage) ([]cardmodel.Request, error) {
+func gangRequests(c state.Candidate, pg *schedv1alpha1.PodGroup, missing int64, cards map[string]state.CardUsage) ([]cardmodel.Request, error) {
 	if v, from, ok := cardmodel.Annotation(pg.Annotations, v1alpha1.CardRequestAnnotation, v1alpha1.VolcanoCardRequestAnnotation); ok {
 		reqs, err := cardmodel.ParseRequest(v)
 		if err != nil {
@@ -78,13 +83,12 @@ func (p *Plugin) gangRequests(pod *corev1.Pod, pg *schedv1alpha1.PodGroup, missi
 		}
 		return reqs, nil
 	}
-	names, err := cardNames(pod)
-	if err != nil {
+	if c.CardNamesErr != nil {
 		return nil, nil // PreFilter refuses the pod and says why
 	}
 	var reqs []cardmodel.Request
-	for r, n := range cardmodel.CardRequests(pod, p.cache.IsCardResource) {
-		models := names
+	for r, n := range c.CardRequests {
+		models := c.CardNames
 		if len(models) == 0 {
 			// Any model the queue lists that this resource is. A queue that
 			// lists none may still use cards without a model (SPEC §1.4):
@@ -106,7 +110,7 @@ func (p *Plugin) gangRequests(pod *corev1.Pod, pg *schedv1alpha1.PodGroup, missi
 // shortfall says, per SPEC §4.6, the first request that does not fit the
 // queue's card quota, its alternatives taken in order and freed counted as
 // available; "" when all fit.
-func shortfall(queue string, reqs []cardmodel.Request, cards map[string]queuecache.CardUsage, freed map[string]int64) string {
+func shortfall(queue string, reqs []cardmodel.Request, cards map[string]state.CardUsage, freed map[string]int64) string {
 	room := map[string]int64{}
 	for m, u := range cards {
 		if u.Listed {
@@ -132,12 +136,4 @@ func shortfall(queue string, reqs []cardmodel.Request, cards map[string]queuecac
 			queue, strings.Join(r.Models, "|"), r.Count, used+r.Count, capability)
 	}
 	return ""
-}
-
-func (p *Plugin) minOf(k gang.Key) int32 {
-	ns, name := k.Split()
-	if pg, err := p.podGroups.PodGroups(ns).Get(name); err == nil {
-		return pg.Spec.MinMember
-	}
-	return 0
 }

@@ -2,6 +2,7 @@ package cardquota
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -9,6 +10,7 @@ import (
 
 	"cardinal.dev/cardinal/pkg/cardmodel"
 	"cardinal.dev/cardinal/pkg/eventhandler"
+	"cardinal.dev/cardinal/pkg/requeue"
 )
 
 // EventsToRegister names what can give a refused pod cards: a placed pod
@@ -19,9 +21,9 @@ import (
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.cardsFreed},
-		{Event: fwk.ClusterEvent{Resource: eventhandler.QueueResource, ActionType: fwk.Add | fwk.Update}},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}},
-		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: eventhandler.QueueResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: requeue.OwnQueueChanged(p.state.QueueOf)},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}, QueueingHintFn: nodeHasCards},
+		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged},
 	}, nil
 }
 
@@ -32,20 +34,33 @@ func (p *Plugin) cardsFreed(logger klog.Logger, pod *corev1.Pod, oldObj, newObj 
 	if other == nil {
 		other, _ = oldObj.(*corev1.Pod)
 	}
-	if other == nil || !p.resolver.Ready() {
+	if other == nil {
 		return fwk.Queue, nil
 	}
 	if newObj != nil && other.Status.Phase != corev1.PodSucceeded && other.Status.Phase != corev1.PodFailed {
 		return fwk.QueueSkip, nil
 	}
-	if len(cardmodel.CardRequests(other, p.cache.IsCardResource)) == 0 {
+	if len(cardmodel.CardRequests(other, p.state.IsCardResource)) == 0 {
 		logger.V(5).Info("Freed pod used no cards: skip", "pod", klog.KObj(pod), "freed", klog.KObj(other))
 		return fwk.QueueSkip, nil
 	}
-	q1, _ := p.resolver.QueueOf(pod)
-	q2, _ := p.resolver.QueueOf(other)
-	if q1 != q2 {
+	if q1, q2 := p.state.QueueOf(pod), p.state.QueueOf(other); q1 != q2 {
 		logger.V(5).Info("Pod of another queue freed cards: skip", "pod", klog.KObj(pod), "freed", klog.KObj(other))
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// nodeHasCards requeues a pod when a node that carries cards is added or
+// its labels or allocatable change (a new model, a relabel, a MIG re-slice);
+// a node without cards cannot give a card pod room.
+func nodeHasCards(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	node, ok := newObj.(*corev1.Node)
+	if !ok {
+		return fwk.Queue, fmt.Errorf("want *v1.Node, got %T", newObj)
+	}
+	if d := cardmodel.Detect(node); len(d.Cards) == 0 {
+		logger.V(5).Info("Node without cards changed: skip", "pod", klog.KObj(pod), "node", klog.KObj(node))
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/cardmodel"
-	"cardinal.dev/cardinal/pkg/elasticquota"
-	"cardinal.dev/cardinal/pkg/queuecache"
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 const stateKey fwk.StateKey = "PreFilter" + Name
@@ -27,7 +26,11 @@ type stateData struct {
 	requests map[corev1.ResourceName]int64
 	// names are the pod's card-name alternatives, in order; empty = any model.
 	names []string
-	cards map[string]queuecache.CardUsage
+	cards map[string]state.CardUsage
+	// waits is set once Filter turned the pod away for its queue's card
+	// quota on some node, so it is recorded as waiting for room once per
+	// cycle (shared by the cycle's clones).
+	waits *atomic.Bool
 }
 
 // Clone copies what AddPod and RemovePod change.
@@ -59,36 +62,19 @@ func (s *stateData) rank(model string) int {
 	return -1
 }
 
-// cardNames reads a pod's card-name annotation, or its Volcano alias.
-func cardNames(pod *corev1.Pod) ([]string, error) {
-	v, from, ok := cardmodel.Annotation(pod.Annotations, v1alpha1.CardNameAnnotation, v1alpha1.VolcanoCardNameAnnotation)
-	if !ok {
-		return nil, nil
-	}
-	names, err := cardmodel.ParseNames(v)
-	if err != nil {
-		return nil, fmt.Errorf("pod %s/%s: annotation %s is invalid: %v", pod.Namespace, pod.Name, from, err)
-	}
-	return names, nil
-}
-
 // PreFilter skips pods that use no cards. For the others it reads the
 // card-name alternatives, refuses alternatives that need different
 // resources or a resource the pod does not request (SPEC §4.4), and refuses
 // the pod before any node is looked at when none of its alternatives has
 // quota left in its queue.
 func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	requests := cardmodel.CardRequests(pod, p.cache.IsCardResource)
-	if len(requests) == 0 {
+	if len(cardmodel.CardRequests(pod, p.state.IsCardResource)) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	info, err := elasticquota.PodInfoOf(cs)
-	if err != nil {
-		return nil, fwk.AsStatus(err)
-	}
-	names, err := cardNames(pod)
-	if err != nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	c := p.state.Candidate(pod)
+	requests, names := c.CardRequests, c.CardNames
+	if c.CardNamesErr != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, c.CardNamesErr.Error())
 	}
 	if len(names) > 0 {
 		if err := cardmodel.SameResource(names); err != nil {
@@ -102,7 +88,16 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 			}
 		}
 	}
-	s := &stateData{queue: info.Queue, nonPreemptible: info.NonPreemptible, requests: requests, names: names, cards: p.cache.Cards(info.Queue)}
+	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, requests: requests, names: names, cards: p.state.Cards(c.Queue), waits: &atomic.Bool{}}
+	if c.Displaced != nil {
+		// The min member this pod pushes out to elastic leaves the
+		// non-preemptible use as the pod enters it.
+		for m, n := range c.Displaced.Cards {
+			u := s.cards[m]
+			u.NonPreemptible -= n
+			s.cards[m] = u
+		}
+	}
 	cs.Write(stateKey, s)
 	if len(names) == 0 {
 		return nil, nil
@@ -119,6 +114,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 		reasons = append(reasons, st.Message())
 	}
+	p.state.WaitForRoom(pod, c.Queue, true)
 	return nil, fwk.NewStatus(fwk.Unschedulable, strings.Join(reasons, "; "))
 }
 
@@ -146,13 +142,13 @@ func (s *stateData) check(model string, n int64) *fwk.Status {
 // name none: they are charged the plain resource (SPEC §1.4). Filter reads
 // the node's models as detected when the node last changed, and no shared
 // state besides.
-func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := getState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	nodeName := nodeInfo.Node().Name
-	node, _ := p.cache.Node(nodeName)
+	node, _ := p.state.Node(nodeName)
 	used := false
 	for _, c := range node.Cards {
 		n := s.requests[c.Resource]
@@ -161,22 +157,33 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 		}
 		used = true
 		if len(s.names) > 0 && s.rank(c.Model) < 0 {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-				"node %s has %s, which is not among the pod's card models %s", nodeName, c.Model, strings.Join(s.names, "|")))
+			return p.waits(s, pod, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"node %s has %s, which is not among the pod's card models %s", nodeName, c.Model, strings.Join(s.names, "|"))))
 		}
 		if st := s.check(c.Model, n); st != nil {
-			return st
+			return p.waits(s, pod, st)
 		}
 	}
 	if !used && len(s.names) > 0 {
 		if len(node.Unlabelled) > 0 {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-				"node %s's cards have no model (no product label), and the pod asks for %s", nodeName, strings.Join(s.names, "|")))
+			return p.waits(s, pod, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"node %s's cards have no model (no product label), and the pod asks for %s", nodeName, strings.Join(s.names, "|"))))
 		}
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-			"node %s has none of the pod's card models %s", nodeName, strings.Join(s.names, "|")))
+		return p.waits(s, pod, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"node %s has none of the pod's card models %s", nodeName, strings.Join(s.names, "|"))))
 	}
 	return nil
+}
+
+// waits records, once per cycle, that Filter turned the pod away for its
+// card quota or card models: the state wakes it when its queue has room
+// again or a node's card models change (pkg/state waits.go), even if a
+// queueing hint fired before the state had that change.
+func (p *Plugin) waits(s *stateData, pod *corev1.Pod, st *fwk.Status) *fwk.Status {
+	if s.waits != nil && pod != nil && s.waits.CompareAndSwap(false, true) {
+		p.state.WaitForRoom(pod, s.queue, true)
+	}
+	return st
 }
 
 // PreFilterExtensions keeps the cycle's card numbers right while
@@ -198,19 +205,20 @@ func (p *Plugin) adjust(cs fwk.CycleState, other *corev1.Pod, nodeInfo fwk.NodeI
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	info, cards, placed, ok := p.cache.Pod(other.UID)
-	if !ok || info.Queue != s.queue {
+	c, ok := p.state.ChargeOf(other)
+	if !ok || c.Queue != s.queue {
 		return nil
 	}
-	if !placed {
+	cards := c.Cards
+	if !c.Placed {
 		// A nominated pod, not yet placed: what it would be charged there.
-		node, _ := p.cache.Node(nodeInfo.Node().Name)
+		node, _ := p.state.Node(nodeInfo.Node().Name)
 		cards = node.PodCards(other)
 	}
 	for model, n := range cards {
 		u := s.cards[model]
 		u.Allocated += sign * n
-		if info.NonPreemptible {
+		if c.NonPreemptible {
 			u.NonPreemptible += sign * n
 		}
 		s.cards[model] = u

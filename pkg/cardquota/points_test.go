@@ -10,8 +10,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/cardmodel"
-	"cardinal.dev/cardinal/pkg/queuecache"
+	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -26,25 +27,25 @@ func nodeInfo(n *corev1.Node) fwk.NodeInfo {
 	return ni
 }
 
-// fixture is a plugin over a cache that knows three nodes: a 4090, a
+// fixture is a plugin over a state that knows three nodes: a 4090, a
 // 4090-D and one whose GPUs have no product label.
 func fixture(t *testing.T) (*Plugin, map[string]fwk.NodeInfo) {
 	t.Helper()
-	qc := queuecache.New()
+	st := state.New(state.DefaultSettings())
 	nodes := map[string]fwk.NodeInfo{}
 	for _, n := range []*corev1.Node{
 		builder.MakeNode("n-4090").GPU(rtx, 4).Obj(),
 		builder.MakeNode("n-4090d").GPU(rtxD, 4).Obj(),
 		builder.MakeNode("n-plain").Res(builder.GPUResource, "4").Obj(),
 	} {
-		qc.UpsertNode(n)
+		st.OnNode(n)
 		nodes[n.Name] = nodeInfo(n)
 	}
-	return &Plugin{cache: qc}, nodes
+	return &Plugin{state: st}, nodes
 }
 
 func TestFilter(t *testing.T) {
-	quota := map[string]queuecache.CardUsage{
+	quota := map[string]state.CardUsage{
 		rtx:  {Listed: true, Guarantee: 1, Capability: 2, Allocated: 1},
 		rtxD: {Listed: true, Guarantee: 2, Capability: 2, Allocated: 2},
 	}
@@ -61,10 +62,10 @@ func TestFilter(t *testing.T) {
 			want: "queue a has insufficient NVIDIA-GeForce-RTX-4090-D quota: requested 1, would use 3, capability 2", code: fwk.Unschedulable},
 		{name: "model not among the pod's alternatives", state: stateData{queue: "a", requests: gpu1, names: []string{rtxD}, cards: quota}, node: "n-4090",
 			want: "node n-4090 has NVIDIA-GeForce-RTX-4090, which is not among the pod's card models NVIDIA-GeForce-RTX-4090-D", code: fwk.UnschedulableAndUnresolvable},
-		{name: "model the queue does not list", state: stateData{queue: "b", requests: gpu1, cards: map[string]queuecache.CardUsage{}}, node: "n-4090",
+		{name: "model the queue does not list", state: stateData{queue: "b", requests: gpu1, cards: map[string]state.CardUsage{}}, node: "n-4090",
 			want: "queue b has no quota for card model NVIDIA-GeForce-RTX-4090", code: fwk.Unschedulable},
 		{name: "non-preemptible beyond the guarantee", state: stateData{queue: "a", nonPreemptible: true, requests: gpu1,
-			cards: map[string]queuecache.CardUsage{rtx: {Listed: true, Guarantee: 1, Capability: 4, Allocated: 1, NonPreemptible: 1}}}, node: "n-4090",
+			cards: map[string]state.CardUsage{rtx: {Listed: true, Guarantee: 1, Capability: 4, Allocated: 1, NonPreemptible: 1}}}, node: "n-4090",
 			want: "queue a: non-preemptible pods may use only its guarantee of NVIDIA-GeForce-RTX-4090: requested 1, would use 2, guarantee 1", code: fwk.Unschedulable},
 		{name: "unlabelled node serves a pod that names no model", state: stateData{queue: "a", requests: gpu1, cards: quota}, node: "n-plain"},
 		{name: "unlabelled node refuses a pod that names one", state: stateData{queue: "a", requests: gpu1, names: []string{rtx}, cards: quota}, node: "n-plain",
@@ -114,10 +115,11 @@ func TestScorePrefersEarlierAlternatives(t *testing.T) {
 // by exactly what the other pod is charged.
 func TestSimulationMirrors(t *testing.T) {
 	p, nodes := fixture(t)
-	victim := builder.MakePod("ns", "victim").GPU(2).Obj()
+	victim := builder.MakePod("ns", "victim").Label(v1alpha1.QueueLabel, "a").GPU(2).Obj()
 	victim.UID = "victim"
-	p.cache.AddPodIfAbsent(victim, queuecache.PodInfo{Queue: "a"}, "n-4090")
-	orig := &stateData{queue: "a", cards: map[string]queuecache.CardUsage{rtx: {Listed: true, Capability: 4, Allocated: 2}}}
+	victim.Spec.NodeName = "n-4090"
+	p.state.OnPod(victim)
+	orig := &stateData{queue: "a", cards: map[string]state.CardUsage{rtx: {Listed: true, Capability: 4, Allocated: 2}}}
 	cs := framework.NewCycleState()
 	cs.Write(stateKey, orig)
 	clone := cs.Clone()
@@ -141,7 +143,7 @@ func TestSimulationMirrors(t *testing.T) {
 }
 
 func TestShortfall(t *testing.T) {
-	cards := map[string]queuecache.CardUsage{
+	cards := map[string]state.CardUsage{
 		rtx:  {Listed: true, Capability: 1, Allocated: 0},
 		rtxD: {Listed: true, Capability: 2, Allocated: 1},
 	}
@@ -168,17 +170,5 @@ func TestShortfall(t *testing.T) {
 				t.Errorf("shortfall = %q, want %q", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestUnlabelledMessage(t *testing.T) {
-	got := unlabelledMessage("n1", []corev1.ResourceName{"amd.com/gpu", "nvidia.com/gpu", "nvidia.com/mig-1g.18gb"})
-	for _, want := range []string{"node n1 has amd.com/gpu, nvidia.com/gpu, nvidia.com/mig-1g.18gb", "no label amd.com/gpu.product, nvidia.com/gpu.product:"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("message %q does not contain %q", got, want)
-		}
-	}
-	if unlabelledMessage("n1", nil) != "" {
-		t.Error("a node with labelled cards gets a message")
 	}
 }

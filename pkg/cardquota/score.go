@@ -24,7 +24,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	node, _ := p.cache.Node(nodeInfo.Node().Name)
+	node, _ := p.state.Node(nodeInfo.Node().Name)
 	var best int64
 	for _, c := range node.Cards {
 		if s.requests[c.Resource] == 0 {

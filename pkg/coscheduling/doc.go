@@ -2,44 +2,34 @@
 // gangs with elastic [min, max] jobs (SPEC §1.2, §2). It reads
 // kubernetes-sigs/scheduler-plugins PodGroups unchanged.
 //
-// # Why gangs cannot deadlock
-//
-// Two gangs deadlock when each holds part of the cluster at Permit and waits
-// for the rest. Cardinal never lets that state arise:
+// The plugin is a thin adapter over pkg/state, which keeps every gang's
+// members, placed pods and attempts, and decides with one lock:
 //
 //  1. PreEnqueue keeps a gang's pods out of the queue until its PodGroup
 //     exists and minMember pods do, so a gang never starts what it cannot
-//     possibly finish.
+//     possibly finish; a gang split across queues or schedulers is held
+//     with an event that says what to fix.
 //  2. Less keeps a gang's pods together in the queue (priority, then the
-//     PodGroup's age, then the gang), so a gang is placed in one run of
-//     scheduling cycles rather than interleaved with others.
-//  3. At most one gang is being assembled at a time: while gang A has
-//     members waiting at Permit below its min, PreFilter turns away min
-//     members of any other gang and parks them. They are woken (through the
-//     scheduler's Activate) the moment A reaches min or gives up. Only one
-//     gang can ever hold a partial reservation, so there is nobody to wait
-//     for in a cycle.
-//  4. When a min member fits nowhere, PostFilter rejects the gang's waiting
-//     members at once, so they give back their nodes, and the gang backs off
-//     for podGroupBackoffSeconds. A Permit timeout (permitWaitingTimeSeconds)
-//     or failed bind does the same through Unreserve. Then the next gang is
-//     assembled. Every gang either completes or releases everything within
-//     one run of its pods plus the Permit timeout: the ones that fit are
-//     placed and the rest wait whole.
+//     PodGroup's age, then the gang, then rank), so a gang is placed in one
+//     run of scheduling cycles rather than interleaved with others.
+//  3. At most one gang is assembled at a time: while one has members waiting
+//     at Permit below its min, min members of other gangs are parked at
+//     PreFilter and the first of them in queue order is woken when it
+//     completes or gives up. Only one gang can hold a partial reservation,
+//     so no wait cycle can form (SPEC §2.3).
+//  4. A gang that cannot complete gives back every reservation at once and
+//     backs off for podGroupBackoffSeconds: a min member that fits nowhere
+//     (PostFilter), a Permit timeout or failed bind (Unreserve), a gang
+//     whose missing min does not fit the free resources (PreFilter). A gang
+//     that loses members or its PodGroup gives back at once too, without a
+//     backoff; one whose lowered minMember is met binds at once.
 //
-// # Elastic pods
+// Elastic pods (placed beyond min, by the rank rule of pkg/gang) pass
+// Permit at once, never preempt (PostFilter ends the chain with
+// UnschedulableAndUnresolvable), and wait while another gang that is
+// neither backing off nor held still needs its min (SPEC §2.4).
 //
-// A pod of a gang that already has min placed is elastic. It passes Permit
-// at once, never preempts (its PostFilter ends the chain with
-// UnschedulableAndUnresolvable), and waits, parked, while any other gang
-// that is not backing off still needs its min: the min members of every gang
-// come before the elastic pods of any (SPEC §2.4). pkg/gang says which of a
-// gang's running pods are elastic, for everyone else.
-//
-// # State
-//
-// All gang state is in one manager fed by the pod and PodGroup informers and
-// by Reserve/Unreserve, keyed by pod UID; no scheduling cycle lists pods. A
-// PodGroup's status is written by pkg/podgroupstatus, which this plugin
-// starts through pkg/controllers, under a lease of its own.
+// Nothing here calls into the scheduling queue from code the queue runs
+// under its own lock (PreEnqueue, Less, queueing hints): wake-ups go
+// through the state's outbox.
 package coscheduling

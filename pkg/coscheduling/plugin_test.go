@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,17 +15,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 	testingclock "k8s.io/utils/clock/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
-	"cardinal.dev/cardinal/apis/config"
-	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -109,32 +107,50 @@ type fixture struct {
 	nodes []fwk.NodeInfo
 	clock *testingclock.FakeClock
 	h     *fakeHandle
+	st    *state.State
 	p     *Plugin
 }
 
 func newFixture(t *testing.T) *fixture {
 	clk := testingclock.NewFakeClock(t0)
 	h := &fakeHandle{waiting: map[types.UID]*fakeWaitingPod{}}
-	p := newPlugin(h, clk, &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10},
-		pglisters.NewPodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})), gang.NewHolds())
+	settings := state.DefaultSettings()
+	settings.SchedulerName = builder.SchedulerName
+	st := state.NewWithClock(settings, clk)
+	st.SetPermitPlugin(Name)
+	p := &Plugin{handle: h, state: st, permitWait: 60 * time.Second}
 	ni := framework.NewNodeInfo()
 	ni.SetNode(builder.MakeNode("node").GPU("NVIDIA-H200", 8).Obj())
-	return &fixture{t: t, clock: clk, h: h, p: p, nodes: []fwk.NodeInfo{ni}}
+	return &fixture{t: t, clock: clk, h: h, st: st, p: p, nodes: []fwk.NodeInfo{ni}}
+}
+
+// flush does what the state queued for the framework (wake-ups, Permit
+// allows and rejects, events), as its goroutine would.
+func (f *fixture) flush() { f.st.Flush(f.h) }
+
+func (f *fixture) podGroup(name string, minMember int32, created time.Time) *schedv1alpha1.PodGroup {
+	pg := &schedv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("pg-" + name), CreationTimestamp: metav1.NewTime(created)},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+	f.st.OnPodGroup(pg)
+	f.flush()
+	return pg
 }
 
 // gang adds a PodGroup and n pods of it, and returns the pods.
 func (f *fixture) gang(name string, minMember int32, n int, created time.Time) []*corev1.Pod {
-	f.p.mgr.upsertPodGroup(&schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(created)},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
-	})
+	f.podGroup(name, minMember, created)
 	var pods []*corev1.Pod
 	for i := range n {
 		pod := builder.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Label(PodGroupLabel, name).Obj()
 		pod.UID = types.UID(pod.Name)
-		f.p.mgr.upsertPod(pod)
+		pod.CreationTimestamp = metav1.NewTime(created)
+		f.st.OnPod(pod)
 		pods = append(pods, pod)
 	}
+	f.flush()
+	f.h.takeActivated() // its pods were woken as it reached minMember
 	return pods
 }
 
@@ -143,10 +159,14 @@ func (f *fixture) gang(name string, minMember int32, n int, created time.Time) [
 func (f *fixture) schedule(pod *corev1.Pod) (fwk.Code, fwk.CycleState) {
 	ctx := context.Background()
 	cs := framework.NewCycleState()
+	defer f.flush()
 	if _, s := f.p.PreFilter(ctx, cs, pod, f.nodes); !s.IsSuccess() {
 		return s.Code(), cs
 	}
-	f.p.Reserve(ctx, cs, pod, "node")
+	if s := f.p.Reserve(ctx, cs, pod, "node"); !s.IsSuccess() {
+		f.p.Unreserve(ctx, cs, pod, "node")
+		return s.Code(), cs
+	}
 	s, timeout := f.p.Permit(ctx, cs, pod, "node")
 	if s.Code() == fwk.Wait {
 		if timeout != 60*time.Second {
@@ -178,15 +198,23 @@ func TestPreEnqueue(t *testing.T) {
 			}
 		})
 	}
-	// The third pod completes the gang: all its pods are woken and admitted.
+	// The third pod completes the gang: its pods are woken, once, and admitted.
 	third := builder.MakePod("ns", "train-2").Label(PodGroupLabel, "train").Obj()
 	third.UID = "train-2"
-	f.p.activate(f.p.mgr.upsertPod(third))
+	f.st.OnPod(third)
+	f.flush()
 	if diff := cmp.Diff([]string{"ns/train-0", "ns/train-1", "ns/train-2"}, f.h.takeActivated()); diff != "" {
 		t.Errorf("activated (-want, +got):\n%s", diff)
 	}
 	if s := f.p.PreEnqueue(context.Background(), pods[0]); !s.IsSuccess() {
 		t.Errorf("PreEnqueue with min pods: %v", s)
+	}
+	fourth := builder.MakePod("ns", "train-3").Label(PodGroupLabel, "train").Obj()
+	fourth.UID = "train-3"
+	f.st.OnPod(fourth)
+	f.flush()
+	if got := f.h.takeActivated(); len(got) != 0 {
+		t.Errorf("a member beyond min woke %v; only reaching min wakes the gang", got)
 	}
 }
 
@@ -213,11 +241,12 @@ func TestPermitTimeoutReleasesTheGang(t *testing.T) {
 
 	// The framework rejects pods[0] when its Permit wait times out, then unreserves it.
 	f.p.Unreserve(context.Background(), cs0, pods[0], "node")
+	f.flush()
 	if wp := f.h.waitingPod(pods[1]); wp.rejected == "" {
 		t.Error("the sibling waiting at Permit was not rejected: it would keep its node")
 	}
-	if v := f.p.mgr.view("ns/train"); v.placed != 1 {
-		t.Errorf("placed = %d after one unreserve, want 1 (the rejected sibling unreserves itself)", v.placed)
+	if v, _ := f.st.Gang("ns/train"); v.Placed != 1 {
+		t.Errorf("placed = %d after one unreserve, want 1 (the rejected sibling unreserves itself)", v.Placed)
 	}
 	if len(f.h.events) != 1 {
 		t.Errorf("want one GangUnschedulable event, got %v", f.h.events)
@@ -228,10 +257,12 @@ func TestPermitTimeoutReleasesTheGang(t *testing.T) {
 		t.Errorf("PreFilter during backoff: %v, want UnschedulableAndUnresolvable", code)
 	}
 	f.clock.Step(9 * time.Second)
+	f.flush()
 	if got := f.h.takeActivated(); len(got) != 0 {
 		t.Errorf("pods woken before the backoff ended: %v", got)
 	}
 	f.clock.Step(2 * time.Second)
+	f.flush()
 	if got := f.h.takeActivated(); len(got) == 0 {
 		t.Error("the gang's pods were not woken when its backoff ended")
 	}
@@ -250,6 +281,7 @@ func TestPostFilterRejectsWaitingMembersAndElasticNeverPreempts(t *testing.T) {
 		t.Fatal(s)
 	}
 	_, s := f.p.PostFilter(context.Background(), cs, pods[1], nil)
+	f.flush()
 	if s.Code() != fwk.Unschedulable {
 		t.Errorf("PostFilter of a min member: %v", s)
 	}
@@ -261,7 +293,7 @@ func TestPostFilterRejectsWaitingMembersAndElasticNeverPreempts(t *testing.T) {
 	g := newFixture(t)
 	gp := g.gang("el", 1, 2, t0)
 	g.schedule(gp[0])
-	g.p.mgr.upsertPod(bound(gp[0]))
+	g.st.OnPod(bound(gp[0]))
 	cs = framework.NewCycleState()
 	if _, s := g.p.PreFilter(context.Background(), cs, gp[1], g.nodes); !s.IsSuccess() {
 		t.Fatal(s)
@@ -311,8 +343,9 @@ func TestElasticWaitsForOtherGangsMin(t *testing.T) {
 func TestHeldGangDoesNotHoldBackElasticPods(t *testing.T) {
 	f := newFixture(t)
 	a := f.gang("a", 1, 2, t0)
-	f.gang("held", 2, 2, t0.Add(time.Second))
-	f.p.mgr.holds.Hold("ns/held", "test", "held by its queue")
+	held := f.gang("held", 2, 2, t0.Add(time.Second))
+	f.st.Hold(held[0], "ns/held", "test", "held by its queue", "default", false)
+	f.flush()
 	f.schedule(a[0])
 	if code, _ := f.schedule(a[1]); code != fwk.Success {
 		t.Errorf("elastic pod behind a gang held by its queue: %v, want Success", code)
@@ -343,7 +376,7 @@ func TestLess(t *testing.T) {
 		{"older gang first", entity(old[1], 0), entity(young[0], 0), true},
 		{"single pod by its own age", entity(single, 0), entity(young[0], 0), true},
 		{"single pod after an older gang", entity(single, 0), entity(old[0], 0), false},
-		{"within a gang by name", entity(old[0], 0), entity(old[1], 0), true},
+		{"within a gang by rank", entity(old[0], 0), entity(old[1], 0), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -371,8 +404,11 @@ func TestGangThatCannotFitReservesNothing(t *testing.T) {
 	if code != fwk.UnschedulableAndUnresolvable {
 		t.Fatalf("PreFilter of a gang whose min cannot fit: %v", code)
 	}
-	if v := f.p.mgr.view("ns/big"); v.placed != 0 || !v.backoffUntil.After(t0) {
-		t.Errorf("gang placed %d and backoff %v; want nothing placed and a backoff", v.placed, v.backoffUntil)
+	if v, _ := f.st.Gang("ns/big"); v.Placed != 0 {
+		t.Errorf("gang placed %d; want nothing placed", v.Placed)
+	}
+	if _, s := f.p.PreFilter(context.Background(), framework.NewCycleState(), pods[1], f.nodes); !strings.Contains(s.Message(), "backing off") {
+		t.Errorf("PreFilter right after: %v, want the gang backing off", s)
 	}
 	want := []string{"Warning PodGroup/big GangUnschedulable: its min needs 3 more pods placed and free resources hold at most 2 like them; gave back 0 reserved pods, retrying in 10s"}
 	if diff := cmp.Diff(want, f.h.events); diff != "" {

@@ -6,105 +6,84 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/gang"
-	"cardinal.dev/cardinal/pkg/podgroups"
 	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // PreEnqueue holds a gang back, so that none of its pods is even tried,
 // while the rest of its min cannot fit its queue's capability, counting the
 // queue's own elastic pods as free (they can be preempted for it), or, for a
-// non-preemptible gang, its queue's guarantee (SPEC §3.4, §3.5). The
-// PodGroup gets an event that says why, in numbers.
-func (p *Plugin) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.Status {
+// non-preemptible or semi-preemptible gang, its queue's guarantee (SPEC
+// §3.4, §3.5). The PodGroup gets an event that says why, in numbers.
+//
+// It runs under the scheduling queue's lock: it reads the state, and a hold
+// it records wakes other pods only later, through the state's outbox.
+func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	k, ok := gang.Of(pod)
-	if !ok || !p.cache.SyncedForAdmission(ctx) {
-		return nil // PreFilter waits for the cache and checks each pod
-	}
-	pg, err := p.podGroup(k)
-	if err != nil {
-		return nil // the gang plugin says the PodGroup is missing
-	}
-	missing := int(pg.Spec.MinMember) - p.cache.GangPlaced(k)
-	if missing <= 0 {
-		p.forgetHeld(k)
+	if !ok {
 		return nil
 	}
-	info, pre, _ := p.podInfo(pod)
-	u := p.cache.Usage(info.Queue)
+	if !p.state.Synced() {
+		return p.state.Defer(pod)
+	}
+	v, ok := p.state.Gang(k)
+	if !ok {
+		return nil // the gang plugin says the PodGroup is missing
+	}
+	missing := int(v.Group.Spec.MinMember) - v.Placed
+	if missing <= 0 {
+		p.state.Release(k, Name)
+		return nil
+	}
+	c := p.state.Candidate(pod)
+	u := p.state.QuotaUsage(c.Queue)
 	if !u.Exists {
 		return nil // PreFilter says the queue is missing, with an event
 	}
-	// What the rest of the min needs: the PodGroup's minResources when given
-	// (scaled to the members still missing), else this pod's request for each.
-	need := quota.Resources{}
-	if len(pg.Spec.MinResources) > 0 && pg.Spec.MinMember > 0 {
-		for name, v := range quota.FromList(pg.Spec.MinResources) {
-			need[name] = v * int64(missing) / int64(pg.Spec.MinMember)
-		}
-	} else {
-		for name, v := range info.Request {
-			need[name] = v * int64(missing)
-		}
-	}
-	msg := ""
-	if name, over := quota.Exceeded(u.Allocated, need, u.Capability); over {
-		free := u.Allocated.Clone()
-		elastic, _ := p.cache.ElasticUsage(info.Queue, p.minOf)
-		free.Sub(elastic)
-		if name, over = quota.Exceeded(free, need, u.Capability); over {
-			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; queue %s has insufficient %s quota: requested %s, would use %s, capability %s (its elastic pods counted as free)",
-				k, missing, info.Queue, name, quota.Format(name, need[name]), quota.Format(name, free[name]+need[name]), quota.Format(name, u.Capability[name]))
-		}
-	}
-	if msg == "" && info.NonPreemptible {
-		if pre == workload.NonPreemptible || pre == workload.SemiPreemptible {
-			limit := u.Guarantee.Clone()
-			for name := range u.Capability {
-				if _, ok := limit[name]; !ok {
-					limit[name] = 0
-				}
-			}
-			if name, over := quota.Exceeded(u.NonPreemptible, need, limit); over {
-				msg = fmt.Sprintf("gang %s is held: it is %s and its min needs %d more pods; queue %s guarantees %s %s and non-preemptible pods would use %s",
-					k, pre, missing, info.Queue, name, quota.Format(name, limit[name]), quota.Format(name, u.NonPreemptible[name]+need[name]))
-			}
-		}
-	}
+	msg := heldReason(k, v, missing, c, u)
 	if msg == "" {
-		p.forgetHeld(k)
+		p.state.Release(k, Name)
 		return nil
 	}
-	p.noteHeld(k, msg)
+	if p.state.Hold(pod, k, Name, msg, c.Queue, false) {
+		p.handle.EventRecorder().Eventf(p.state.PodGroupRef(k), nil, corev1.EventTypeWarning, "GangHeldByQueue", "Admission", "%s", msg)
+	}
 	// A held pod is never tried, so no FailedScheduling tells its reason:
 	// this does (repeats fold into one event series).
 	p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "GangHeldByQueue", "Admission", "%s", msg)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 }
 
-func (p *Plugin) podGroup(k gang.Key) (*schedv1alpha1.PodGroup, error) {
-	ns, name := k.Split()
-	return p.podGroups.PodGroups(ns).Get(name)
-}
-
-func (p *Plugin) minOf(k gang.Key) int32 {
-	if pg, err := p.podGroup(k); err == nil {
-		return pg.Spec.MinMember
+// heldReason says why the rest of a gang's min cannot fit its queue, or "".
+// What the rest needs is the PodGroup's minResources when given (scaled to
+// the members still missing), else this pod's request for each.
+func heldReason(k gang.Key, v state.GangView, missing int, c state.Candidate, u state.Usage) string {
+	need := quota.Resources{}
+	if min := v.Group.Spec.MinMember; len(v.Group.Spec.MinResources) > 0 && min > 0 {
+		for name, n := range quota.FromList(v.Group.Spec.MinResources) {
+			need[name] = n * int64(missing) / int64(min)
+		}
+	} else {
+		for name, n := range c.Request {
+			need[name] = n * int64(missing)
+		}
 	}
-	return 0
-}
-
-// noteHeld marks the gang held and records an event on the PodGroup when
-// the reason it is held changes.
-func (p *Plugin) noteHeld(k gang.Key, msg string) {
-	if !p.holds.Hold(k, Name, msg) {
-		return
+	// The queue's own elastic pods count as free: they give way to a min.
+	free := u.Allocated.Clone()
+	free.Sub(u.Elastic)
+	if name, over := quota.Exceeded(free, need, u.Capability); over {
+		return fmt.Sprintf("gang %s is held: its min needs %d more pods; queue %s has insufficient %s quota: requested %s, would use %s, capability %s (its elastic pods counted as free)",
+			k, missing, c.Queue, name, quota.Format(name, need[name]), quota.Format(name, free[name]+need[name]), quota.Format(name, u.Capability[name]))
 	}
-	ns, name := k.Split()
-	p.handle.EventRecorder().Eventf(podgroups.EventRef(p.podGroups, ns, name), nil, corev1.EventTypeWarning, "GangHeldByQueue", "Admission", "%s", msg)
+	if c.Preemptibility == workload.NonPreemptible || c.Preemptibility == workload.SemiPreemptible {
+		limit := guaranteeLimit(u.Guarantee, u.Capability)
+		if name, over := quota.Exceeded(u.NonPreemptible, need, limit); over {
+			return fmt.Sprintf("gang %s is held: it is %s and its min needs %d more pods; queue %s guarantees %s %s and non-preemptible pods would use %s",
+				k, c.Preemptibility, missing, c.Queue, name, quota.Format(name, limit[name]), quota.Format(name, u.NonPreemptible[name]+need[name]))
+		}
+	}
+	return ""
 }
-
-func (p *Plugin) forgetHeld(k gang.Key) { p.holds.Release(k, Name) }

@@ -8,16 +8,18 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/eventhandler"
+	"cardinal.dev/cardinal/pkg/requeue"
 )
 
 // EventsToRegister names what can give a refused pod room in its queue: a
-// placed pod of the same queue deleted or finished (kube-scheduler reports a
-// pod that finishes as deleted), or a Queue created or
-// changed.
+// placed pod of the same queue deleted or finished (kube-scheduler reports
+// a pod that finishes as deleted), its Queue created or its quota changed,
+// or, for a held gang, its PodGroup changed in what admits it.
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.sameQueuePodFreed},
-		{Event: fwk.ClusterEvent{Resource: eventhandler.QueueResource, ActionType: fwk.Add | fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: eventhandler.QueueResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: requeue.OwnQueueChanged(p.state.QueueOf)},
+		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged},
 	}, nil
 }
 
@@ -33,9 +35,7 @@ func (p *Plugin) sameQueuePodFreed(logger klog.Logger, pod *corev1.Pod, oldObj, 
 	if newObj != nil && other.Status.Phase != corev1.PodSucceeded && other.Status.Phase != corev1.PodFailed {
 		return fwk.QueueSkip, nil
 	}
-	q1, _ := p.QueueOf(pod)
-	q2, _ := p.QueueOf(other)
-	if q1 != q2 {
+	if q1, q2 := p.state.QueueOf(pod), p.state.QueueOf(other); q1 != q2 {
 		logger.V(5).Info("Pod of another queue freed: skip", "pod", klog.KObj(pod), "freed", klog.KObj(other))
 		return fwk.QueueSkip, nil
 	}

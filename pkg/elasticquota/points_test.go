@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"cardinal.dev/cardinal/pkg/queuecache"
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -19,21 +21,24 @@ func cpu(m int64) quota.Resources { return quota.Resources{corev1.ResourceCPU: m
 // room in the cycle's numbers, AddPod takes it again, pods of other queues
 // change nothing, and a clone is independent of the original.
 func TestPreemptionSimulation(t *testing.T) {
-	qc := queuecache.New()
-	p := &Plugin{cache: qc}
-	victim := builder.MakePod("ns", "victim").Obj()
-	victim.UID = "victim"
-	other := builder.MakePod("ns", "other").Obj()
-	other.UID = "other"
-	qc.AddPodIfAbsent(victim, queuecache.PodInfo{Queue: "a", Request: cpu(1000), NonPreemptible: true}, "n1")
-	qc.AddPodIfAbsent(other, queuecache.PodInfo{Queue: "b", Request: cpu(1000)}, "n1")
+	st := state.New(state.DefaultSettings())
+	p := &Plugin{state: st}
+	placed := func(name, queue, preemptibility string) *corev1.Pod {
+		pod := builder.MakePod("ns", name).Label(v1alpha1.QueueLabel, queue).Label(v1alpha1.PreemptibilityLabel, preemptibility).Req(corev1.ResourceCPU, "1").Obj()
+		pod.UID = types.UID(name)
+		pod.Spec.NodeName = "n1"
+		st.OnPod(pod)
+		return pod
+	}
+	victim := placed("victim", "a", v1alpha1.NonPreemptible)
+	other := placed("other", "b", v1alpha1.Preemptible)
 
 	s := &stateData{
-		info:           queuecache.PodInfo{Queue: "a", Request: cpu(1000), NonPreemptible: true},
-		guarantee:      cpu(1000),
-		capability:     cpu(1000),
-		allocated:      cpu(1000),
-		nonPreemptible: cpu(1000),
+		queue: "a", request: cpu(1000), nonPreemptible: true,
+		guarantee:         cpu(1000),
+		capability:        cpu(1000),
+		allocated:         cpu(1000),
+		nonPreemptibleUse: cpu(1000),
 	}
 	cs := framework.NewCycleState()
 	cs.Write(stateKey, s)
@@ -73,14 +78,14 @@ func TestCheckMessages(t *testing.T) {
 		s    stateData
 		want string
 	}{
-		{"capability", stateData{info: queuecache.PodInfo{Queue: "team-a", Request: cpu(2000)}, capability: cpu(4000), allocated: cpu(3000)},
+		{"capability", stateData{queue: "team-a", request: cpu(2000), capability: cpu(4000), allocated: cpu(3000)},
 			"queue team-a has insufficient cpu quota: requested 2, would use 5, capability 4"},
-		{"guarantee for non-preemptible", stateData{info: queuecache.PodInfo{Queue: "team-a", Request: cpu(1000), NonPreemptible: true}, guarantee: cpu(1000), capability: cpu(8000), allocated: cpu(1000), nonPreemptible: cpu(1000)},
+		{"guarantee for non-preemptible", stateData{queue: "team-a", request: cpu(1000), nonPreemptible: true, guarantee: cpu(1000), capability: cpu(8000), allocated: cpu(1000), nonPreemptibleUse: cpu(1000)},
 			"queue team-a: non-preemptible pods may use only its guarantee of cpu: requested 1, would use 2, guarantee 1"},
-		{"capped but not guaranteed: guarantee 0", stateData{info: queuecache.PodInfo{Queue: "q", Request: quota.Resources{"nvidia.com/gpu": 1}, NonPreemptible: true}, capability: quota.Resources{"nvidia.com/gpu": 4}},
+		{"capped but not guaranteed: guarantee 0", stateData{queue: "q", request: quota.Resources{"nvidia.com/gpu": 1}, nonPreemptible: true, capability: quota.Resources{"nvidia.com/gpu": 4}},
 			"queue q: non-preemptible pods may use only its guarantee of nvidia.com/gpu: requested 1, would use 1, guarantee 0"},
-		{"preemptible may borrow", stateData{info: queuecache.PodInfo{Queue: "q", Request: cpu(3000)}, guarantee: cpu(1000), capability: cpu(8000), allocated: cpu(1000)}, ""},
-		{"uncapped resource", stateData{info: queuecache.PodInfo{Queue: "q", Request: quota.Resources{corev1.ResourceMemory: 1 << 40}}, capability: cpu(1)}, ""},
+		{"preemptible may borrow", stateData{queue: "q", request: cpu(3000), guarantee: cpu(1000), capability: cpu(8000), allocated: cpu(1000)}, ""},
+		{"uncapped resource", stateData{queue: "q", request: quota.Resources{corev1.ResourceMemory: 1 << 40}, capability: cpu(1)}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

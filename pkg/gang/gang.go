@@ -4,7 +4,6 @@
 package gang
 
 import (
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,20 +35,20 @@ func KeyOf(pg *schedv1alpha1.PodGroup) Key {
 	return Key(pg.Namespace + "/" + pg.Name)
 }
 
-// SplitElastic splits a gang's placed (bound or reserved) pods into its min
-// members and its elastic pods. The min members are the minMember oldest pods
-// by creation time, then name; the others are elastic. The rule depends only
-// on what the API shows, so every component draws the line in the same place,
-// and evicting an elastic pod never takes a gang below its min.
-func SplitElastic(minMember int32, placed []*corev1.Pod) (minMembers, elastic []*corev1.Pod) {
-	sorted := append([]*corev1.Pod(nil), placed...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		a, b := sorted[i], sorted[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
+// Less is a gang's rank order of its pods: older first by creation time,
+// then by name, then by UID. It depends only on what the API shows, so every
+// component ranks a gang's pods alike, before and after a restart. It is
+// the one definition of elastic (SPEC §1.2): of a gang's placed pods, the
+// minMember first in this order are its min members and the others are
+// elastic. pkg/state keeps every gang's placed pods in this order and
+// charges them by it, so evicting elastic pods never takes a gang below
+// its min.
+func Less(a, b *corev1.Pod) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	if a.Name != b.Name {
 		return a.Name < b.Name
-	})
-	n := max(0, min(int(minMember), len(sorted)))
-	return sorted[:n], sorted[n:]
+	}
+	return a.UID < b.UID
 }

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"cardinal.dev/cardinal/test/builder"
 )
@@ -20,40 +20,32 @@ func TestOf(t *testing.T) {
 	}
 }
 
-func TestSplitElastic(t *testing.T) {
+// TestLess: rank is creation time, then name, then UID.
+func TestLess(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pod := func(name string, age int) *corev1.Pod {
+	pod := func(name, uid string, age int) *corev1.Pod {
 		p := builder.MakePod("ns", name).Obj()
+		p.UID = types.UID(uid)
 		p.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(age) * time.Second))
 		return p
 	}
-	a, b, c, d := pod("a", 3), pod("b", 1), pod("c", 2), pod("d", 2)
-	names := func(ps []*corev1.Pod) []string {
-		var out []string
-		for _, p := range ps {
-			out = append(out, p.Name)
-		}
-		return out
-	}
 	tests := []struct {
-		name             string
-		min              int32
-		placed           []*corev1.Pod
-		wantMin, wantEla []string
+		name string
+		a, b *corev1.Pod
+		want bool
 	}{
-		{"oldest are min, ties by name", 2, []*corev1.Pod{a, b, c, d}, []string{"b", "c"}, []string{"d", "a"}},
-		{"below min: nothing elastic", 5, []*corev1.Pod{a, b}, []string{"b", "a"}, nil},
-		{"exactly min", 2, []*corev1.Pod{d, c}, []string{"c", "d"}, nil},
-		{"min 0: all elastic", 0, []*corev1.Pod{a}, nil, []string{"a"}},
+		{"older first", pod("z", "1", 1), pod("a", "2", 2), true},
+		{"younger after", pod("a", "1", 2), pod("z", "2", 1), false},
+		{"same age: by name", pod("a-10", "1", 1), pod("a-2", "2", 1), true},
+		{"same age and name (recreated): by UID", pod("a", "1", 1), pod("a", "2", 1), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			gotMin, gotEla := SplitElastic(tc.min, tc.placed)
-			if diff := cmp.Diff(tc.wantMin, names(gotMin)); diff != "" {
-				t.Errorf("min members (-want, +got):\n%s", diff)
+			if got := Less(tc.a, tc.b); got != tc.want {
+				t.Errorf("Less = %v, want %v", got, tc.want)
 			}
-			if diff := cmp.Diff(tc.wantEla, names(gotEla)); diff != "" {
-				t.Errorf("elastic (-want, +got):\n%s", diff)
+			if tc.want && Less(tc.b, tc.a) {
+				t.Error("Less is not antisymmetric")
 			}
 		})
 	}

@@ -14,7 +14,6 @@ import (
 
 	"cardinal.dev/cardinal/apis/config"
 	"cardinal.dev/cardinal/apis/config/validation"
-	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // Name is the plugin's name in the registry and in scheduler configurations.
@@ -28,17 +27,10 @@ type Plugin struct {
 
 var _ fwk.PreFilterPlugin = &Plugin{}
 
-// NewFactory returns the plugin's factory. The plugin sets the shared
-// classifier's preemptibleBelowPriority, which the quota plugins read too.
-func NewFactory(classifier *workload.Classifier) frameworkruntime.PluginFactory {
-	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		p, err := New(ctx, obj, h)
-		if err == nil {
-			classifier.SetThreshold(p.(*Plugin).args.PreemptibleBelowPriority)
-		}
-		return p, err
-	}
-}
+// NewFactory returns the plugin's factory. Its preemptibleBelowPriority is
+// one of the settings every plugin shares (pkg/settings): the state
+// classifies pods by it whichever plugins are enabled.
+func NewFactory() frameworkruntime.PluginFactory { return New }
 
 // New checks and validates the plugin's args, then builds the plugin.
 func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {

@@ -1,8 +1,9 @@
-// Package queuestatus keeps each Queue's status: what its bound pods use,
-// in resources and in cards of each model, its deserved share, and conditions that say when it is over its share or
-// over its capability (after the cluster shrank or the Queue was edited).
-// It is computed from the API alone, so it matches the bound pods whatever
-// the scheduler holds in memory. pkg/controllers runs it.
+// Package queuestatus writes each Queue's status from the numbers the
+// scheduler decides with (pkg/state): what its bound and reserved pods use,
+// in resources and in cards of each model, its deserved share of each, and
+// conditions that say when it is over its share or over its capability
+// (after the cluster shrank or the Queue was edited). A status may lag the
+// scheduler by a second; it never disagrees with it (SPEC §1.1, §3.2).
 package queuestatus
 
 import (
@@ -15,67 +16,47 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
-	"cardinal.dev/cardinal/pkg/cardmodel"
 	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 // Condition types on a Queue.
 const (
 	// OverDeserved is True while the queue uses more than its deserved share
-	// of some resource: it is borrowing, and what it borrows may be reclaimed.
+	// of some resource or card model: it is borrowing, and what it borrows
+	// may be reclaimed.
 	OverDeserved = "OverDeserved"
 	// OverCapability is True while the queue uses more than its capability,
 	// which only happens when the Queue was lowered under running pods.
 	OverCapability = "OverCapability"
 )
 
-// Input is everything the statuses are computed from.
-type Input struct {
-	Queues []v1alpha1.Queue
-	// Capacity is the sum of the nodes' allocatable.
-	Capacity quota.Resources
-	// Allocated and Pending are, per queue, what bound pods use and what
-	// pods not yet bound ask for.
-	Allocated, Pending map[string]quota.Resources
-	// Cards are, per queue, the cards of each model bound pods use.
-	Cards map[string]map[string]int64
-}
-
-// Compute returns each queue's status (keyed by name), keeping the
-// conditions' transition times from old.
-func Compute(in Input, now metav1.Time) map[string]v1alpha1.QueueStatus {
-	shares := make([]quota.QueueShare, 0, len(in.Queues))
-	for _, q := range in.Queues {
-		req := quota.Resources{}
-		req.Add(in.Allocated[q.Name])
-		req.Add(in.Pending[q.Name])
-		shares = append(shares, quota.QueueShare{
-			Name: q.Name, Weight: max(q.Spec.Weight, 1),
-			Guarantee: quota.FromList(q.Spec.Guarantee), Capability: quota.FromList(q.Spec.Capability), Request: req,
-		})
+// Compute is a Queue's status from the scheduler's numbers for it, keeping
+// its conditions' transition times.
+func Compute(qs state.QueueStatus, now metav1.Time) v1alpha1.QueueStatus {
+	u := qs.Usage
+	cards := cardStatus(u.Cards)
+	st := v1alpha1.QueueStatus{
+		Allocated:        u.Allocated.ToList(),
+		Deserved:         u.Deserved.ToList(),
+		AllocatedSummary: u.Allocated.String(),
+		Cards:            cards,
+		CardSummary:      cardSummary(cards),
+		Conditions:       append([]metav1.Condition(nil), qs.Queue.Status.Conditions...),
 	}
-	deserved := quota.Deserved(in.Capacity, shares)
-	out := make(map[string]v1alpha1.QueueStatus, len(in.Queues))
-	for _, q := range in.Queues {
-		alloc := in.Allocated[q.Name]
-		if alloc == nil {
-			alloc = quota.Resources{}
+	overDeserved := over(u.Allocated, u.Deserved, nil)
+	overCapability := over(u.Allocated, u.Capability, qs.Queue.Spec.Capability)
+	for _, c := range cards {
+		if c.Allocated > c.Deserved {
+			overDeserved = append(overDeserved, fmt.Sprintf("%s uses %d cards of %d", c.Name, c.Allocated, c.Deserved))
 		}
-		quotas, _ := cardmodel.QueueCards(&q) // the scheduler reports a bad annotation
-		cards, overCards := cardStatus(quotas, in.Cards[q.Name])
-		st := v1alpha1.QueueStatus{
-			Allocated:        alloc.ToList(),
-			Deserved:         deserved[q.Name].ToList(),
-			AllocatedSummary: alloc.String(),
-			Cards:            cards,
-			CardSummary:      cardSummary(cards),
-			Conditions:       append([]metav1.Condition(nil), q.Status.Conditions...),
+		if c.Allocated > c.Capability {
+			overCapability = append(overCapability, fmt.Sprintf("%s uses %d cards of %d", c.Name, c.Allocated, c.Capability))
 		}
-		setCondition(&st, OverDeserved, over(alloc, deserved[q.Name], nil), "deserved share", now, q.Generation)
-		setCondition(&st, OverCapability, append(over(alloc, quota.FromList(q.Spec.Capability), q.Spec.Capability), overCards...), "capability", now, q.Generation)
-		out[q.Name] = st
 	}
-	return out
+	setCondition(&st, OverDeserved, overDeserved, "deserved share", now, qs.Queue.Generation)
+	setCondition(&st, OverCapability, overCapability, "capability", now, qs.Queue.Generation)
+	return st
 }
 
 // over lists, in words, the resources where used exceeds limit. With only
@@ -94,29 +75,21 @@ func over(used, limit quota.Resources, only corev1.ResourceList) []string {
 	return out
 }
 
-// cardStatus is the use of every model the queue lists or uses, sorted by
-// name, and, in words, the models used beyond their capability.
-func cardStatus(quotas map[string]cardmodel.Quota, used map[string]int64) ([]v1alpha1.CardStatus, []string) {
-	models := make([]string, 0, len(quotas)+len(used))
-	for m := range quotas {
-		models = append(models, m)
-	}
-	for m := range used {
-		if _, ok := quotas[m]; !ok {
+// cardStatus is the use of every model the queue lists or uses, sorted by name.
+func cardStatus(cards map[string]state.CardUsage) []v1alpha1.CardStatus {
+	models := make([]string, 0, len(cards))
+	for m, c := range cards {
+		if c.Listed || c.Allocated > 0 {
 			models = append(models, m)
 		}
 	}
 	sort.Strings(models)
-	var out []v1alpha1.CardStatus
-	var excess []string
+	var out []v1alpha1.CardStatus // nil when empty, as the API returns it
 	for _, m := range models {
-		q := quotas[m]
-		out = append(out, v1alpha1.CardStatus{Name: m, Allocated: int32(used[m]), Guarantee: int32(q.Guarantee), Capability: int32(q.Capability)})
-		if used[m] > q.Capability {
-			excess = append(excess, fmt.Sprintf("%s uses %d cards of %d", m, used[m], q.Capability))
-		}
+		c := cards[m]
+		out = append(out, v1alpha1.CardStatus{Name: m, Allocated: int32(c.Allocated), Guarantee: int32(c.Guarantee), Capability: int32(c.Capability), Deserved: int32(c.Deserved)})
 	}
-	return out, excess
+	return out
 }
 
 // cardSummary is the cards in one line: model=allocated/capability.

@@ -5,39 +5,69 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
 )
 
-// TestCardStatus: status.cards lists every model the queue lists or uses,
-// sorted, with a one-line summary; a model used beyond its capability
-// (the Queue was lowered, or never listed it) sets OverCapability.
-func TestCardStatus(t *testing.T) {
-	q := builder.MakeQueue("a").Card("NVIDIA-H200", 3, 6).Card("NVIDIA-A100", 1, 1).Obj()
-	in := Input{
-		Queues:    []v1alpha1.Queue{*q},
-		Capacity:  quota.Resources{},
-		Allocated: map[string]quota.Resources{},
-		Cards:     map[string]map[string]int64{"a": {"NVIDIA-H200": 2, "NVIDIA-L40S": 1}},
+// TestCompute: status.cards lists every model the queue lists or uses,
+// sorted, with a one-line summary and its deserved share; a model used
+// beyond its capability (the Queue was lowered, or never listed it) sets
+// OverCapability, and use beyond the deserved share sets OverDeserved.
+func TestCompute(t *testing.T) {
+	q := builder.MakeQueue("a").Capability(corev1.ResourceCPU, "4").Card("NVIDIA-H200", 3, 6).Card("NVIDIA-A100", 1, 1).Obj()
+	u := state.Usage{
+		Allocated:  quota.Resources{corev1.ResourceCPU: 2000},
+		Capability: quota.Resources{corev1.ResourceCPU: 4000},
+		Deserved:   quota.Resources{corev1.ResourceCPU: 3000},
+		Cards: map[string]state.CardUsage{
+			"NVIDIA-A100": {Listed: true, Guarantee: 1, Capability: 1, Deserved: 1},
+			"NVIDIA-H200": {Listed: true, Guarantee: 3, Capability: 6, Allocated: 5, Deserved: 4},
+			"NVIDIA-L40S": {Allocated: 1},
+			"NVIDIA-B200": {Pending: 2}, // asked for, not listed, not used: not shown
+		},
 	}
-	st := Compute(in, metav1.Now())["a"]
-	want := []v1alpha1.CardStatus{
-		{Name: "NVIDIA-A100", Allocated: 0, Guarantee: 1, Capability: 1},
-		{Name: "NVIDIA-H200", Allocated: 2, Guarantee: 3, Capability: 6},
-		{Name: "NVIDIA-L40S", Allocated: 1, Guarantee: 0, Capability: 0},
+	st := Compute(state.QueueStatus{Queue: q, Usage: u}, metav1.Now())
+	want := []struct {
+		name                                      string
+		allocated, guarantee, capability, deserve int32
+	}{
+		{"NVIDIA-A100", 0, 1, 1, 1},
+		{"NVIDIA-H200", 5, 3, 6, 4},
+		{"NVIDIA-L40S", 1, 0, 0, 0},
 	}
-	if diff := cmp.Diff(want, st.Cards); diff != "" {
+	var got []struct {
+		name                                      string
+		allocated, guarantee, capability, deserve int32
+	}
+	for _, c := range st.Cards {
+		got = append(got, struct {
+			name                                      string
+			allocated, guarantee, capability, deserve int32
+		}{c.Name, c.Allocated, c.Guarantee, c.Capability, c.Deserved})
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(want[0])); diff != "" {
 		t.Errorf("cards (-want, +got):\n%s", diff)
 	}
-	if want := "NVIDIA-A100=0/1,NVIDIA-H200=2/6,NVIDIA-L40S=1/0"; st.CardSummary != want {
+	if want := "NVIDIA-A100=0/1,NVIDIA-H200=5/6,NVIDIA-L40S=1/0"; st.CardSummary != want {
 		t.Errorf("summary %q, want %q", st.CardSummary, want)
 	}
+	if st.AllocatedSummary != "cpu=2" || st.Deserved.Cpu().String() != "3" {
+		t.Errorf("allocated %q, deserved %v; want cpu=2 and 3", st.AllocatedSummary, st.Deserved.Cpu())
+	}
 	c := meta.FindStatusCondition(st.Conditions, OverCapability)
-	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "NVIDIA-L40S uses 1 cards of 0") {
-		t.Errorf("OverCapability = %+v, want True naming NVIDIA-L40S", c)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "NVIDIA-L40S uses 1 cards of 0") || strings.Contains(c.Message, "cpu") {
+		t.Errorf("OverCapability = %+v, want True naming NVIDIA-L40S only", c)
+	}
+	c = meta.FindStatusCondition(st.Conditions, OverDeserved)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "NVIDIA-H200 uses 5 cards of 4") {
+		t.Errorf("OverDeserved = %+v, want True naming NVIDIA-H200", c)
+	}
+	if !equalStatus(st, Compute(state.QueueStatus{Queue: q, Usage: u}, metav1.Now())) {
+		t.Error("the same numbers give a different status: the writer would write forever")
 	}
 }

@@ -8,32 +8,20 @@ import (
 	// Registers the plugin args into kube-scheduler's configuration scheme.
 	_ "cardinal.dev/cardinal/apis/config/scheme"
 	"cardinal.dev/cardinal/pkg/cardquota"
-	"cardinal.dev/cardinal/pkg/controllers"
 	"cardinal.dev/cardinal/pkg/coscheduling"
 	"cardinal.dev/cardinal/pkg/elasticquota"
-	"cardinal.dev/cardinal/pkg/gang"
-	"cardinal.dev/cardinal/pkg/podgroups"
 	"cardinal.dev/cardinal/pkg/preemption"
-	"cardinal.dev/cardinal/pkg/queuecache"
-	"cardinal.dev/cardinal/pkg/workload"
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 // Options registers every Cardinal plugin with kube-scheduler's command.
-// The plugins share one queue cache (resources and cards), one queue
-// resolver, one preemptibility classifier, one PodGroup informer, the set of
-// gangs held back by their queue, and one runner of the status controllers.
-func Options() []app.Option {
-	classifier := workload.NewClassifier()
-	runner := controllers.NewRunner()
-	podGroups := &podgroups.Source{}
-	holds := gang.NewHolds()
-	queues := queuecache.New()
-	resolver := &workload.Resolver{}
-	shared := elasticquota.Shared{Queues: queues, Classifier: classifier, Controllers: runner, PodGroups: podGroups, Holds: holds, Resolver: resolver}
+// The plugins share st, the one scheduling state, and nothing else: none
+// imports another.
+func Options(st *state.State) []app.Option {
 	return []app.Option{
-		app.WithPlugin(coscheduling.Name, coscheduling.NewFactory(runner, podGroups, holds)),
-		app.WithPlugin(elasticquota.Name, elasticquota.NewFactory(shared)),
-		app.WithPlugin(cardquota.Name, cardquota.NewFactory(cardquota.Shared{Queues: queues, Resolver: resolver, PodGroups: podGroups, Holds: holds})),
-		app.WithPlugin(preemption.Name, preemption.NewFactory(classifier)),
+		app.WithPlugin(coscheduling.Name, coscheduling.NewFactory(st)),
+		app.WithPlugin(elasticquota.Name, elasticquota.NewFactory(st)),
+		app.WithPlugin(cardquota.Name, cardquota.NewFactory(st)),
+		app.WithPlugin(preemption.Name, preemption.NewFactory()),
 	}
 }

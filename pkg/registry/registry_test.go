@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
@@ -13,16 +14,17 @@ import (
 	"cardinal.dev/cardinal/pkg/coscheduling"
 	"cardinal.dev/cardinal/pkg/elasticquota"
 	"cardinal.dev/cardinal/pkg/preemption"
-	"cardinal.dev/cardinal/pkg/queuecache"
-	"cardinal.dev/cardinal/pkg/workload"
+	"cardinal.dev/cardinal/pkg/settings"
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 // TestPluginsCheckTheirArgs: every plugin refuses args of the wrong type and
 // invalid args, naming the field, before it builds anything.
 func TestPluginsCheckTheirArgs(t *testing.T) {
-	queueFactory := elasticquota.NewFactory(elasticquota.Shared{Queues: queuecache.New(), Classifier: workload.NewClassifier()})
-	gangFactory := coscheduling.NewFactory(nil, nil, nil)
-	cardFactory := cardquota.NewFactory(cardquota.Shared{})
+	st := state.New(state.DefaultSettings())
+	queueFactory := elasticquota.NewFactory(st)
+	gangFactory := coscheduling.NewFactory(st)
+	cardFactory := cardquota.NewFactory(st)
 	tests := []struct {
 		name    string
 		factory frameworkruntime.PluginFactory
@@ -34,9 +36,8 @@ func TestPluginsCheckTheirArgs(t *testing.T) {
 		{"gang wrong type", gangFactory, &config.CardinalQueueArgs{}, "want args of type CardinalGangArgs"},
 		{"queue invalid", queueFactory, &config.CardinalQueueArgs{DefaultQueue: "A B"}, "pluginConfig[CardinalQueue].args.defaultQueue"},
 		{"queue wrong type", queueFactory, &config.CardinalGangArgs{}, "want args of type CardinalQueueArgs"},
-		{"card quota without the shared queue cache", cardFactory, &config.CardinalCardQuotaArgs{}, "shares the queue cache of CardinalQueue"},
 		{"card quota wrong type", cardFactory, &config.CardinalGangArgs{}, "want args of type CardinalCardQuotaArgs"},
-		{"preemption valid", preemption.NewFactory(workload.NewClassifier()), &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100}, ""},
+		{"preemption valid", preemption.NewFactory(), &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100}, ""},
 		{"preemption invalid", preemption.New, &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 2_000_000_000}, "pluginConfig[CardinalPreemption].args.preemptibleBelowPriority"},
 	}
 	for _, tc := range tests {
@@ -55,17 +56,22 @@ func TestPluginsCheckTheirArgs(t *testing.T) {
 	}
 }
 
-// TestOptionsRegisterEveryPlugin: the binary registers all four plugins.
+// TestOptionsRegisterEveryPlugin: the binary registers all four plugins,
+// under the names pkg/settings reads their arguments by.
 func TestOptionsRegisterEveryPlugin(t *testing.T) {
 	reg := frameworkruntime.Registry{}
-	for _, opt := range Options() {
+	for _, opt := range Options(state.New(state.DefaultSettings())) {
 		if err := opt(reg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{coscheduling.Name, elasticquota.Name, cardquota.Name, preemption.Name} {
+	names := []string{coscheduling.Name, elasticquota.Name, cardquota.Name, preemption.Name}
+	for _, name := range names {
 		if _, ok := reg[name]; !ok {
 			t.Errorf("plugin %s is not registered", name)
 		}
+	}
+	if diff := cmp.Diff(names, settings.Plugins); diff != "" {
+		t.Errorf("settings.Plugins (-registered, +read):\n%s", diff)
 	}
 }

@@ -2,14 +2,12 @@ package workload
 
 import (
 	"fmt"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 
-	configv1 "cardinal.dev/cardinal/apis/config/v1"
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 )
 
@@ -23,16 +21,9 @@ const (
 	SemiPreemptible Preemptibility = v1alpha1.SemiPreemptible
 )
 
-// Classifier decides a workload's preemptibility. Its threshold is set by the
-// preemption plugin from its args and read by every plugin that needs it, so
-// one setting governs them all.
-type Classifier struct {
-	threshold atomic.Int32
-	owners    OwnerListers
-}
-
-// OwnerListers find a pod's top-level owner. Any may be nil.
-type OwnerListers struct {
+// Owners finds a pod's top-level owner through informer listers. Any lister
+// may be nil; an owner whose kind has none ends the walk.
+type Owners struct {
 	ReplicaSets  appslisters.ReplicaSetLister
 	Deployments  appslisters.DeploymentLister
 	StatefulSets appslisters.StatefulSetLister
@@ -41,30 +32,18 @@ type OwnerListers struct {
 	CronJobs     batchlisters.CronJobLister
 }
 
-// NewClassifier returns a classifier with the default threshold.
-func NewClassifier() *Classifier {
-	c := &Classifier{}
-	c.threshold.Store(configv1.DefaultPreemptibleBelowPriority)
-	return c
-}
-
-// SetThreshold sets preemptibleBelowPriority.
-func (c *Classifier) SetThreshold(v int32) { c.threshold.Store(v) }
-
-// SetOwnerListers gives the classifier the listers it reads owners with.
-func (c *Classifier) SetOwnerListers(l OwnerListers) { c.owners = l }
-
-// Of returns a pod's preemptibility, first match wins: the PodGroup's label,
-// the label of the pod's top-level owner, the pod's label; else preemptible
-// when its priority is below the threshold. An invalid value falls back to
-// the priority rule; warning then says what was wrong, for an event.
-func (c *Classifier) Of(pod *corev1.Pod, podGroupLabels map[string]string) (p Preemptibility, warning string) {
+// Classify returns a pod's preemptibility, first match wins (SPEC §5.1):
+// the PodGroup's label, the label of the pod's top-level owner, the pod's
+// label; else preemptible when its priority is below threshold
+// (preemptibleBelowPriority). An invalid value falls back to the priority
+// rule; warning then says what was wrong, for an event.
+func Classify(pod *corev1.Pod, podGroupLabels, ownerLabels map[string]string, threshold int32) (p Preemptibility, warning string) {
 	sources := []struct {
 		what   string
 		labels map[string]string
 	}{
 		{"its PodGroup", podGroupLabels},
-		{"its owner", c.ownerLabels(pod)},
+		{"its owner", ownerLabels},
 		{"the pod", pod.Labels},
 	}
 	for _, s := range sources {
@@ -80,23 +59,24 @@ func (c *Classifier) Of(pod *corev1.Pod, podGroupLabels map[string]string) (p Pr
 			v1alpha1.PreemptibilityLabel, v, s.what)
 		break
 	}
-	return c.byPriority(pod), warning
+	return byPriority(pod, threshold), warning
 }
 
-func (c *Classifier) byPriority(pod *corev1.Pod) Preemptibility {
+func byPriority(pod *corev1.Pod, threshold int32) Preemptibility {
 	var prio int32
 	if pod.Spec.Priority != nil {
 		prio = *pod.Spec.Priority
 	}
-	if prio < c.threshold.Load() {
+	if prio < threshold {
 		return Preemptible
 	}
 	return NonPreemptible
 }
 
-// ownerLabels walks controller references up to the top-level owner, through
-// the kinds batch workloads use, and returns its labels (nil if unknown).
-func (c *Classifier) ownerLabels(pod *corev1.Pod) map[string]string {
+// Labels walks controller references up to the pod's top-level owner,
+// through the kinds batch workloads use, and returns its labels (nil if
+// unknown).
+func (o Owners) Labels(pod *corev1.Pod) map[string]string {
 	ref := metav1.GetControllerOf(pod)
 	var labels map[string]string
 	ns := pod.Namespace
@@ -104,18 +84,18 @@ func (c *Classifier) ownerLabels(pod *corev1.Pod) map[string]string {
 		var obj metav1.Object
 		var err error
 		switch {
-		case ref.Kind == "ReplicaSet" && c.owners.ReplicaSets != nil:
-			obj, err = c.owners.ReplicaSets.ReplicaSets(ns).Get(ref.Name)
-		case ref.Kind == "Deployment" && c.owners.Deployments != nil:
-			obj, err = c.owners.Deployments.Deployments(ns).Get(ref.Name)
-		case ref.Kind == "StatefulSet" && c.owners.StatefulSets != nil:
-			obj, err = c.owners.StatefulSets.StatefulSets(ns).Get(ref.Name)
-		case ref.Kind == "DaemonSet" && c.owners.DaemonSets != nil:
-			obj, err = c.owners.DaemonSets.DaemonSets(ns).Get(ref.Name)
-		case ref.Kind == "Job" && c.owners.Jobs != nil:
-			obj, err = c.owners.Jobs.Jobs(ns).Get(ref.Name)
-		case ref.Kind == "CronJob" && c.owners.CronJobs != nil:
-			obj, err = c.owners.CronJobs.CronJobs(ns).Get(ref.Name)
+		case ref.Kind == "ReplicaSet" && o.ReplicaSets != nil:
+			obj, err = o.ReplicaSets.ReplicaSets(ns).Get(ref.Name)
+		case ref.Kind == "Deployment" && o.Deployments != nil:
+			obj, err = o.Deployments.Deployments(ns).Get(ref.Name)
+		case ref.Kind == "StatefulSet" && o.StatefulSets != nil:
+			obj, err = o.StatefulSets.StatefulSets(ns).Get(ref.Name)
+		case ref.Kind == "DaemonSet" && o.DaemonSets != nil:
+			obj, err = o.DaemonSets.DaemonSets(ns).Get(ref.Name)
+		case ref.Kind == "Job" && o.Jobs != nil:
+			obj, err = o.Jobs.Jobs(ns).Get(ref.Name)
+		case ref.Kind == "CronJob" && o.CronJobs != nil:
+			obj, err = o.CronJobs.CronJobs(ns).Get(ref.Name)
 		default:
 			return labels
 		}

@@ -21,8 +21,7 @@ func TestClassifier(t *testing.T) {
 	}
 	_ = depIndexer.Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Labels: map[string]string{"cardinal.dev/preemptibility": "non-preemptible"}}})
 	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", OwnerReferences: ctrlRef("Deployment", "web")}})
-	c := NewClassifier()
-	c.SetOwnerListers(OwnerListers{ReplicaSets: appslisters.NewReplicaSetLister(indexer), Deployments: appslisters.NewDeploymentLister(depIndexer)})
+	owners := Owners{ReplicaSets: appslisters.NewReplicaSetLister(indexer), Deployments: appslisters.NewDeploymentLister(depIndexer)}
 
 	pod := func(prio int32, labels map[string]string, owner []metav1.OwnerReference) *corev1.Pod {
 		p := builder.MakePod("ns", "p").Obj()
@@ -51,14 +50,13 @@ func TestClassifier(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, warning := c.Of(tc.pod, tc.pg)
+			got, warning := Classify(tc.pod, tc.pg, owners.Labels(tc.pod), 100)
 			if got != tc.want || (warning != "") != tc.wantWarning {
 				t.Errorf("Of = %q, warning %q; want %q, warning %v", got, warning, tc.want, tc.wantWarning)
 			}
 		})
 	}
-	c.SetThreshold(10)
-	if got, _ := c.Of(pod(50, nil, nil), nil); got != NonPreemptible {
+	if got, _ := Classify(pod(50, nil, nil), nil, nil, 10); got != NonPreemptible {
 		t.Errorf("with threshold 10, priority 50 is %q, want non-preemptible", got)
 	}
 }

@@ -160,10 +160,14 @@ type QueueStatus struct {
 
 // CardStatus is the use of one card model by a queue, in cards.
 type CardStatus struct {
-	Name       string `json:"name"`
-	Allocated  int32  `json:"allocated"`
-	Guarantee  int32  `json:"guarantee"`
-	Capability int32  `json:"capability"`
+	Name string `json:"name"`
+	// Allocated is what bound and reserved pods use.
+	Allocated  int32 `json:"allocated"`
+	Guarantee  int32 `json:"guarantee"`
+	Capability int32 `json:"capability"`
+	// Deserved is the queue's current fair share of this model (SPEC §3.2).
+	// +optional
+	Deserved int32 `json:"deserved"`
 }
 
 // QueueList is a list of Queues.

@@ -1,0 +1,84 @@
+package coscheduling
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/requeue"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+func TestGangMemberChangedHint(t *testing.T) {
+	member := func(name, group, scheduler string) *corev1.Pod {
+		return builder.MakePod("ns", name).Label(PodGroupLabel, group).SchedulerName(scheduler).Obj()
+	}
+	waiting := member("a-0", "a", builder.SchedulerName)
+	relabelled := member("a-1", "a", builder.SchedulerName)
+	relabelled.Labels["cardinal.dev/queue"] = "q"
+	tests := []struct {
+		name           string
+		oldObj, newObj any
+		want           fwk.QueueingHint
+	}{
+		{"a new member of its gang", nil, member("a-1", "a", builder.SchedulerName), fwk.Queue},
+		{"a pod of another gang", nil, member("b-0", "b", builder.SchedulerName), fwk.QueueSkip},
+		{"a pod without a gang", nil, builder.MakePod("ns", "single").Obj(), fwk.QueueSkip},
+		{"a member deleted: fewer pods cannot help", member("a-1", "a", builder.SchedulerName), nil, fwk.QueueSkip},
+		{"a pod of another scheduler deleted: the split is over", member("a-1", "a", "default-scheduler"), nil, fwk.Queue},
+		{"a member's labels changed (its queue)", member("a-1", "a", builder.SchedulerName), relabelled, fwk.Queue},
+		{"a pod of another scheduler relabelled out of the gang", member("a-2", "a", "default-scheduler"), builder.MakePod("ns", "a-2").SchedulerName("default-scheduler").Obj(), fwk.Queue},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := gangMemberChanged(klog.Background(), waiting, tc.oldObj, tc.newObj)
+			if err != nil || got != tc.want {
+				t.Errorf("hint = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestOwnPodGroupChangedHint: PodGroups reach hints unstructured, from
+// kube-scheduler's dynamic informer; only a change of the pod's own
+// PodGroup that can admit it requeues it, not Cardinal's own status and
+// annotation writes.
+func TestOwnPodGroupChangedHint(t *testing.T) {
+	pg := func(name string, generation int64, labels, annotations map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("scheduling.x-k8s.io/v1alpha1")
+		u.SetKind("PodGroup")
+		u.SetNamespace("ns")
+		u.SetName(name)
+		u.SetGeneration(generation)
+		u.SetLabels(labels)
+		u.SetAnnotations(annotations)
+		return u
+	}
+	pod := builder.MakePod("ns", "a-0").Label(PodGroupLabel, "a").Obj()
+	written := map[string]string{"cardinal.dev/scheduled": "2", "cardinal.dev/waiting-reason": "2 of minMember 3 pods scheduled"}
+	tests := []struct {
+		name           string
+		oldObj, newObj any
+		want           fwk.QueueingHint
+	}{
+		{"its PodGroup created", nil, pg("a", 1, nil, nil), fwk.Queue},
+		{"another gang's PodGroup created", nil, pg("b", 1, nil, nil), fwk.QueueSkip},
+		{"minMember changed", pg("a", 1, nil, nil), pg("a", 2, nil, nil), fwk.Queue},
+		{"queue label changed", pg("a", 1, nil, nil), pg("a", 1, map[string]string{"cardinal.dev/queue": "q"}, nil), fwk.Queue},
+		{"card request changed", pg("a", 1, nil, nil), pg("a", 1, nil, map[string]string{"cardinal.dev/card-request": `{"NVIDIA-H200":2}`}), fwk.Queue},
+		{"Cardinal wrote its status annotations", pg("a", 1, nil, nil), pg("a", 1, nil, written), fwk.QueueSkip},
+		{"status written", pg("a", 1, nil, written), pg("a", 1, nil, written), fwk.QueueSkip},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := requeue.OwnPodGroupChanged(klog.Background(), pod, tc.oldObj, tc.newObj)
+			if err != nil || got != tc.want {
+				t.Errorf("hint = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}

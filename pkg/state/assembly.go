@@ -1,0 +1,380 @@
+package state
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/gang"
+)
+
+// Why gangs cannot deadlock (SPEC §2.3): at most one gang is being
+// assembled at a time. While gang A has members waiting at Permit below its
+// min, min members of any other gang are turned away at PreFilter and
+// parked; when A completes or gives up, the parked gang that comes first in
+// queue order is woken. Only one gang can ever hold a partial reservation,
+// so there is nobody to wait for in a cycle. A gang that cannot complete
+// (a member fits nowhere, a Permit wait runs out, a bind fails, it loses
+// members) gives back every reservation at once.
+
+// Start is the answer to a gang pod's PreFilter.
+type Start struct {
+	// Gang is the pod's gang; "" for a pod without one.
+	Gang gang.Key
+	// Elastic: the gang already has its min placed, so this pod adds
+	// beyond it: it never preempts and passes Permit at once.
+	Elastic bool
+	// Missing, when the pod begins a new attempt at the gang's min (no
+	// member is waiting at Permit), is how many more pods the min needs;
+	// Pending are the gang's pods not placed, to check there is room.
+	Missing int
+	Pending []*corev1.Pod
+}
+
+// TryStart decides whether a pod of a gang may be tried now (SPEC
+// §2.1-§2.4): the gang must have its PodGroup and min members and not be
+// backing off; a min member waits while another gang is being placed, and
+// an elastic pod waits while another gang still needs its min. A pod that
+// must wait is parked, to be woken when that changes; the check and the
+// parking happen under one lock, so no wake-up is missed.
+func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
+	k, ok := gang.Of(pod)
+	if !ok {
+		return Start{}, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, recorded := s.ensurePodLocked(pod)
+	if !recorded {
+		return Start{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s/%s was deleted", pod.Namespace, pod.Name))
+	}
+	g := s.gangs[k]
+	if st := s.gangIncompleteLocked(g, k); st != nil {
+		return Start{}, st
+	}
+	now := s.clock.Now()
+	if wait := g.backoffUntil.Sub(now); wait > 0 {
+		return Start{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"gang %s is backing off for %s after: %s", k, wait.Round(time.Second), g.lastFailure))
+	}
+	start := Start{Gang: k, Elastic: len(g.placed) >= g.min()}
+	if reason := s.blockerLocked(g, start.Elastic, now); reason != "" {
+		if start.Elastic {
+			s.parkedElastic[pod.UID] = pod
+		} else {
+			parked := s.parkedGangs[k]
+			if parked == nil {
+				parked = map[types.UID]*corev1.Pod{}
+				s.parkedGangs[k] = parked
+			}
+			parked[pod.UID] = pod
+		}
+		return Start{}, fwk.NewStatus(fwk.Unschedulable, reason)
+	}
+	e.tryAttempt = g.attempt
+	if !start.Elastic && g.reserved == 0 {
+		start.Missing = g.min() - len(g.placed)
+		for _, m := range g.members {
+			if !m.placed() {
+				start.Pending = append(start.Pending, m.pod)
+			}
+		}
+	}
+	return start, nil
+}
+
+// gangIncompleteLocked says why a gang cannot be tried at all: no PodGroup,
+// or fewer live members than its min.
+func (s *State) gangIncompleteLocked(g *gangEntry, k gang.Key) *fwk.Status {
+	if g == nil || g.group == nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"PodGroup %s not found: create it, or remove the label scheduling.x-k8s.io/pod-group from the pod", k))
+	}
+	if have, want := len(g.members), g.min(); have < want {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"gang %s has %d of its minMember %d pods; waiting for %d more", k, have, want, want-have))
+	}
+	return nil
+}
+
+// blockerLocked names what stands in the way of a pod of gang g: for a min
+// member, another gang being placed; for an elastic pod, another gang that
+// still needs its min and is neither backing off nor held. O(gangs that
+// need their min), never O(pods).
+func (s *State) blockerLocked(g *gangEntry, elastic bool, now time.Time) string {
+	if !elastic {
+		for k := range s.assembling {
+			if other := s.gangs[k]; k != g.key && other != nil {
+				return fmt.Sprintf("waiting for gang %s, which is being placed (%d of its min %d placed)", k, len(other.placed), other.min())
+			}
+		}
+		return ""
+	}
+	for k := range s.needMin {
+		if other := s.gangs[k]; k != g.key && other != nil && s.blocksElasticLocked(other, now) {
+			return fmt.Sprintf("elastic pods wait while gang %s still needs %d more pods for its min of %d", k, other.min()-len(other.placed), other.min())
+		}
+	}
+	return ""
+}
+
+// blocksElasticLocked: a gang that needs its min keeps other gangs' elastic
+// pods waiting, unless it is backing off or held back by admission (then
+// it is not about to be placed).
+func (s *State) blocksElasticLocked(g *gangEntry, now time.Time) bool {
+	return len(g.held) == 0 && !now.Before(g.backoffUntil)
+}
+
+// Reserve records a pod as placed on node, charging its queue (SPEC §4.1),
+// and counts it for its gang. It is idempotent: the gang and queue plugins
+// both call it from Reserve, whichever runs first places the pod. A min
+// member whose gang gave up the attempt its PreFilter joined (a sibling
+// failed meanwhile) is refused: it would wait alone at Permit.
+func (s *State) Reserve(pod *corev1.Pod, node string) *fwk.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, recorded := s.ensurePodLocked(pod)
+	if !recorded {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("pod %s/%s was deleted", pod.Namespace, pod.Name))
+	}
+	if e.placed() {
+		return nil
+	}
+	if e.Gang != "" {
+		g := s.gangs[e.Gang]
+		if g == nil || g.group == nil {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("PodGroup %s was deleted", e.Gang))
+		}
+		if g.needsMin() && (e.tryAttempt != g.attempt || len(g.members) < g.min()) {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+				"gang %s gave up the attempt this pod was part of (%s); it is tried again when it can complete", e.Gang, g.lastFailure))
+		}
+	}
+	s.placeLocked(e, node, false)
+	return nil
+}
+
+// Unreserve gives back exactly what Reserve charged. If that leaves the
+// attempt of the pod's gang below its min, the attempt has failed: the
+// gang's other waiting members give back their nodes too, and the gang
+// backs off (SPEC §2.2). Idempotent, like Reserve.
+func (s *State) Unreserve(pod *corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.pods[pod.UID]
+	if e == nil || !e.placed() || e.bound {
+		return
+	}
+	s.unplaceLocked(e)
+	if g := s.gangs[e.Gang]; g != nil && g.needsMin() && e.tryAttempt == g.attempt {
+		s.failLocked(g, fmt.Sprintf("pod %s gave up its reservation (Permit timeout, rejection or failed bind)", pod.Name), len(g.members) >= g.min())
+	}
+}
+
+// Permit tells whether a pod's gang has its min placed. If so, the gang's
+// members waiting at Permit are returned, to be allowed; if not, the pod
+// waits, and msg says why.
+func (s *State) Permit(pod *corev1.Pod) (wait bool, allow []types.UID, msg string) {
+	k, ok := gang.Of(pod)
+	if !ok {
+		return false, nil, ""
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.gangs[k]
+	if g == nil || g.group == nil {
+		return false, nil, ""
+	}
+	if g.needsMin() {
+		return true, nil, fmt.Sprintf("gang %s has %d of its min %d placed", k, len(g.placed), g.min())
+	}
+	return false, reservedLocked(g), ""
+}
+
+func reservedLocked(g *gangEntry) []types.UID {
+	out := make([]types.UID, 0, g.reserved)
+	for _, e := range g.placed {
+		if !e.bound {
+			out = append(out, e.pod.UID)
+		}
+	}
+	return out
+}
+
+// FailGang records that a gang cannot place its min now (a min member fits
+// nowhere): its waiting members give back their nodes and it backs off.
+func (s *State) FailGang(k gang.Key, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.gangs[k]; g != nil {
+		s.failLocked(g, reason, true)
+	}
+}
+
+// failLocked ends a gang's attempt: its members waiting at Permit are
+// rejected, so they give back their nodes. With backoff (a real failure,
+// not a gang that lost its members or its PodGroup), the gang waits out
+// gangBackoff, its PodGroup gets an event, and its pods are woken after.
+func (s *State) failLocked(g *gangEntry, reason string, backoff bool) {
+	g.attempt++
+	waiting := reservedLocked(g)
+	s.rejectLocked(waiting, fmt.Sprintf("gang %s gives back its reservations: %s", g.key, reason))
+	if backoff {
+		d := s.settings.GangBackoff
+		if until := s.clock.Now().Add(d); until.After(g.backoffUntil) {
+			g.backoffUntil = until
+		}
+		g.lastFailure = reason
+		if ref := podGroupRef(g); ref != nil {
+			s.eventLocked(ref, corev1.EventTypeWarning, "GangUnschedulable", "Scheduling", fmt.Sprintf(
+				"%s; gave back %d reserved pods, retrying in %s", reason, len(waiting), d))
+		}
+		k := g.key
+		s.clock.AfterFunc(d, func() { s.wakeGang(k) })
+		// A gang backing off keeps nobody's elastic pods waiting.
+		s.wakeElasticLocked()
+	}
+	s.wakeNextGangLocked()
+}
+
+// wakeGang wakes a gang's pods that are not placed, when its backoff ends.
+func (s *State) wakeGang(k gang.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.gangs[k]
+	if g == nil {
+		return
+	}
+	delete(s.parkedGangs, k)
+	s.activateLocked(pending(g))
+}
+
+// refreshGangLocked recomputes whether a gang is being assembled and
+// whether it needs its min, wakes who waited for that to change, and
+// forgets a gang nothing is left of.
+func (s *State) refreshGangLocked(g *gangEntry) {
+	k := g.key
+	wasAssembling, wasNeeding := s.assembling.Has(k), s.needMin.Has(k)
+	s.assembling.Delete(k)
+	s.needMin.Delete(k)
+	if g.needsMin() && g.reserved > 0 {
+		s.assembling.Insert(k)
+	}
+	if g.needsMin() && len(g.members) >= g.min() {
+		s.needMin.Insert(k)
+	}
+	admissible := g.group != nil && len(g.members) >= g.min() && splitReasonLocked(g, s.settings.SchedulerName) == ""
+	if admissible && !g.admissible {
+		delete(g.held, splitHolder)
+		s.wakePendingLocked(g)
+	}
+	g.admissible = admissible
+	if g.empty() {
+		delete(s.gangs, k)
+		delete(s.parkedGangs, k)
+		s.gangCreated.Delete(k)
+	}
+	if wasAssembling && !s.assembling.Has(k) {
+		s.wakeNextGangLocked()
+	}
+	if wasNeeding && !s.needMin.Has(k) {
+		s.wakeElasticLocked()
+	}
+}
+
+// wakeNextGangLocked, when no gang is being assembled, wakes the parked
+// gang that comes first in queue order (priority, then PodGroup age), not
+// every parked pod: the others would only be parked again. A gang that
+// cannot start (held, backing off, incomplete) is woken too, so its pods
+// wait where they belong, and the next one is tried.
+func (s *State) wakeNextGangLocked() {
+	if s.assembling.Len() > 0 {
+		return
+	}
+	now := s.clock.Now()
+	for len(s.parkedGangs) > 0 {
+		k := s.firstParkedLocked()
+		pods := s.parkedGangs[k]
+		delete(s.parkedGangs, k)
+		s.activateLocked(maps.Values(pods))
+		s.lastGangWake = now
+		if g := s.gangs[k]; g != nil && s.gangIncompleteLocked(g, k) == nil && s.blocksElasticLocked(g, now) {
+			return
+		}
+	}
+}
+
+// firstParkedLocked is the parked gang the scheduling queue would take
+// first: highest priority, then oldest PodGroup, then name.
+func (s *State) firstParkedLocked() gang.Key {
+	type cand struct {
+		k        gang.Key
+		priority int32
+		created  time.Time
+	}
+	cands := make([]cand, 0, len(s.parkedGangs))
+	for k, pods := range s.parkedGangs {
+		c := cand{k: k}
+		for _, p := range pods {
+			c.priority = max(c.priority, podPriority(p))
+		}
+		if g := s.gangs[k]; g != nil && g.group != nil {
+			c.created = g.group.CreationTimestamp.Time
+		}
+		cands = append(cands, c)
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.priority != b.priority {
+			return a.priority > b.priority
+		}
+		if !a.created.Equal(b.created) {
+			return a.created.Before(b.created)
+		}
+		return a.k < b.k
+	})
+	return cands[0].k
+}
+
+// wakeElasticLocked wakes the parked elastic pods once no gang that needs
+// its min holds them back any more (SPEC §2.4).
+func (s *State) wakeElasticLocked() {
+	if len(s.parkedElastic) == 0 {
+		return
+	}
+	now := s.clock.Now()
+	for k := range s.needMin {
+		if g := s.gangs[k]; g != nil && s.blocksElasticLocked(g, now) {
+			return
+		}
+	}
+	s.activateLocked(maps.Values(s.parkedElastic))
+	s.parkedElastic = map[types.UID]*corev1.Pod{}
+}
+
+// backstop is how long parked gangs wait, with nothing being assembled,
+// before tick wakes the next one anyway.
+const backstop = 5 * time.Second
+
+// tick is a backstop run every few seconds: parked pods are woken if what
+// they wait for is over and no event woke them (a gang woken ahead of them
+// that never started, say), and pods deferred until the state synced are
+// woken once it has.
+func (s *State) tick() {
+	synced := s.Synced()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clock.Since(s.lastGangWake) >= backstop {
+		s.wakeNextGangLocked()
+	}
+	s.wakeElasticLocked()
+	if synced && len(s.deferred) > 0 {
+		s.activateLocked(maps.Values(s.deferred))
+		s.deferred = map[types.UID]*corev1.Pod{}
+	}
+}

@@ -1,0 +1,362 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/eventhandler"
+	"cardinal.dev/cardinal/pkg/gang"
+	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
+	cardinalinformers "cardinal.dev/cardinal/pkg/generated/informers/externalversions"
+	"cardinal.dev/cardinal/pkg/requeue"
+	"cardinal.dev/cardinal/pkg/workload"
+)
+
+// kubeAccess is how the state reaches the cluster, set once by Attach.
+type kubeAccess struct {
+	config *rest.Config
+	owners workload.Owners
+	pods   corelisters.PodLister
+}
+
+// tickEvery is how often the backstop (tick) runs.
+const tickEvery = 2 * time.Second
+
+// Attach connects the state to the scheduler the first time a Cardinal
+// plugin is built: it feeds the state from the scheduler's informers (pods,
+// nodes, namespaces, top-level owners) and its own PodGroup and Queue
+// informers, creates the default queue when missing, and starts the
+// goroutine that acts on the scheduling queue for it. Later calls return
+// the first call's result.
+func (s *State) Attach(ctx context.Context, h fwk.Handle) error {
+	s.attachOnce.Do(func() { s.attachErr = s.attach(ctx, h) })
+	return s.attachErr
+}
+
+func (s *State) attach(ctx context.Context, h fwk.Handle) error {
+	if name := s.settings.SchedulerName; h.ProfileName() != name {
+		return fmt.Errorf("Cardinal's plugins are configured for profile %s and cannot also run in profile %s: enable them in one profile only", name, h.ProfileName())
+	}
+	// Custom resources have no protobuf encoding: their clients speak JSON.
+	cfg := rest.CopyConfig(h.KubeConfig())
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	kube := h.SharedInformerFactory()
+	s.kube = kubeAccess{
+		config: cfg,
+		pods:   kube.Core().V1().Pods().Lister(),
+		owners: workload.Owners{
+			ReplicaSets:  kube.Apps().V1().ReplicaSets().Lister(),
+			Deployments:  kube.Apps().V1().Deployments().Lister(),
+			StatefulSets: kube.Apps().V1().StatefulSets().Lister(),
+			DaemonSets:   kube.Apps().V1().DaemonSets().Lister(),
+			Jobs:         kube.Batch().V1().Jobs().Lister(),
+			CronJobs:     kube.Batch().V1().CronJobs().Lister(),
+		},
+	}
+	cc, err := cardinalclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	pgc, err := pgclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := ensureQueue(ctx, cc, s.settings.DefaultQueue); err != nil {
+		return err
+	}
+	// PodGroups, Queues and namespaces before pods: a pod's queue is read
+	// from them. The scheduler starts its own informers (pods, nodes,
+	// namespaces) after the plugins are built; ours start here.
+	pgFactory := pginformers.NewSharedInformerFactory(pgc, 0)
+	queueFactory := cardinalinformers.NewSharedInformerFactory(cc, 0)
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{pgFactory.Scheduling().V1alpha1().PodGroups().Informer(), eventhandler.For(nil, s.OnPodGroup, s.OnPodGroupGone)},
+		{queueFactory.Scheduling().V1alpha1().Queues().Informer(), eventhandler.For(nil, s.OnQueue, s.OnQueueGone)},
+		{kube.Core().V1().Namespaces().Informer(), eventhandler.For(nil, s.OnNamespace, s.onNamespaceGone)},
+		{kube.Core().V1().Nodes().Informer(), eventhandler.For(nil, s.OnNode, s.OnNodeGone)},
+		{kube.Core().V1().Pods().Informer(), eventhandler.For(nil, s.OnPod, s.OnPodGone)},
+		// Top-level owners whose label sets their pods' preemptibility.
+		{kube.Apps().V1().ReplicaSets().Informer(), s.ownerHandler()},
+		{kube.Apps().V1().Deployments().Informer(), s.ownerHandler()},
+		{kube.Apps().V1().StatefulSets().Informer(), s.ownerHandler()},
+		{kube.Apps().V1().DaemonSets().Informer(), s.ownerHandler()},
+		{kube.Batch().V1().Jobs().Informer(), s.ownerHandler()},
+		{kube.Batch().V1().CronJobs().Informer(), s.ownerHandler()},
+	}
+	sources := make([]func() bool, 0, len(handlers))
+	for _, hd := range handlers {
+		reg, err := hd.informer.AddEventHandler(hd.handler)
+		if err != nil {
+			return err
+		}
+		sources = append(sources, reg.HasSynced)
+	}
+	s.mu.Lock()
+	s.sources = sources
+	s.mu.Unlock()
+	pgFactory.Start(ctx.Done())
+	queueFactory.Start(ctx.Done())
+	s.attached.Store(true)
+	go s.out.run(ctx, h)
+	go func() {
+		// Pods turned away before the state synced are woken as soon as it has.
+		if s.WaitForSync(ctx) == nil {
+			s.tick()
+		}
+		wait.Until(s.tick, tickEvery, ctx.Done())
+	}()
+	return nil
+}
+
+// KubeConfig is the scheduler's client configuration (JSON, for custom
+// resources), once Attach has run; the status writers use it.
+func (s *State) KubeConfig() *rest.Config {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.kube.config
+}
+
+// Attached tells whether a Cardinal plugin has attached the state.
+func (s *State) Attached() bool { return s.attached.Load() }
+
+// ensureQueue creates the default queue if it does not exist, as Volcano
+// does, so pods that name no queue run without setup: it has weight 1, no
+// guarantee and no cap. A queue an administrator created is left as it is.
+func ensureQueue(ctx context.Context, cc cardinalclient.Interface, name string) error {
+	_, err := cc.SchedulingV1alpha1().Queues().Get(ctx, name, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.QueueSpec{Weight: 1}}
+	if _, err := cc.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the default queue %s: %w", name, err)
+	}
+	return nil
+}
+
+// ensurePodLocked returns a pod's entry, recording the pod first if the
+// state has not seen it yet: the scheduler's own informer handler can run
+// before the state's. A pod the informer no longer has was deleted (and
+// its delete already delivered, or about to be): it gets an entry to be
+// judged by, which is not recorded, so it cannot come back as a ghost.
+func (s *State) ensurePodLocked(pod *corev1.Pod) (e *podEntry, recorded bool) {
+	if e := s.pods[pod.UID]; e != nil {
+		return e, true
+	}
+	owner := func() map[string]string { return s.kube.owners.Labels(pod) }
+	if s.kube.pods != nil {
+		if cur, err := s.kube.pods.Pods(pod.Namespace).Get(pod.Name); err != nil || cur.UID != pod.UID {
+			e := &podEntry{pod: pod, owner: owner()}
+			e.Facts = s.factsLocked(pod, e.owner)
+			return e, false
+		}
+	}
+	return s.upsertPodLocked(pod, owner), true
+}
+
+// OnPod records a pod added or updated, as the pod informer delivers it:
+// a pod of Cardinal's profile is recorded and charged; a pod of another
+// scheduler that joins a gang is remembered against that gang.
+func (s *State) OnPod(pod *corev1.Pod) {
+	if pod.Spec.SchedulerName != s.settings.SchedulerName {
+		_, inGang := gang.Of(pod)
+		s.mu.RLock()
+		_, known := s.foreign[pod.UID]
+		s.mu.RUnlock()
+		if inGang || known {
+			s.mu.Lock()
+			s.upsertForeignLocked(pod)
+			s.mu.Unlock()
+		}
+		return
+	}
+	if isTerminal(pod) {
+		s.OnPodGone(pod)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	owner := func() map[string]string { return s.kube.owners.Labels(pod) }
+	s.upsertPodLocked(pod, owner)
+}
+
+// OnPodGone forgets a deleted or finished pod. A gang that loses members
+// below its min while others wait at Permit cannot complete: they give back
+// their nodes at once, without a backoff (the gang waits for members).
+func (s *State) OnPodGone(pod *corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pod.Spec.SchedulerName != s.settings.SchedulerName {
+		s.removeForeignLocked(pod)
+		return
+	}
+	e := s.pods[pod.UID]
+	if e == nil {
+		return
+	}
+	s.removePodLocked(pod.UID)
+	if g := s.gangs[e.Gang]; g != nil && g.group != nil && len(g.members) < g.min() {
+		// A member past its PreFilter but not yet reserved must not reserve
+		// either: failLocked ends the attempt it joined.
+		s.failLocked(g, fmt.Sprintf("it has %d of its minMember %d pods left", len(g.members), g.min()), false)
+	}
+}
+
+// OnPodGroup records a PodGroup added or updated. Its labels give its
+// members their queue and preemptibility; a changed minMember gives its
+// placed pods their roles anew, lets members waiting at Permit bind when a
+// lowered min is met, and makes them give back their nodes when a raised
+// min cannot be.
+func (s *State) OnPodGroup(pg *schedv1alpha1.PodGroup) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.gangLocked(gang.KeyOf(pg))
+	old := g.group
+	g.group = pg
+	s.gangCreated.LoadOrStore(g.key, pg.CreationTimestamp.Time)
+	if old == nil || !maps.Equal(old.Labels, pg.Labels) {
+		s.refactGangLocked(g)
+	}
+	if old != nil && len(g.held) > 0 {
+		if c, err := requeue.Of(old, pg); err == nil && c.PodGroupAdmission() {
+			// What holds the gang may have been mended (its card request, min or queue).
+			s.wakePendingLocked(g)
+		}
+	}
+	if old == nil || old.Spec.MinMember != pg.Spec.MinMember {
+		s.setRolesLocked(g)
+		if g.reserved > 0 && !g.needsMin() {
+			// A lowered min is met: the members waiting at Permit bind now.
+			s.allowLocked(reservedLocked(g))
+		} else if g.reserved > 0 && len(g.members) < g.min() {
+			s.failLocked(g, fmt.Sprintf("its minMember was raised to %d and it has %d pods", g.min(), len(g.members)), false)
+		}
+	}
+	s.refreshGangLocked(g)
+}
+
+// OnPodGroupGone: the gang's pods count on their own until the PodGroup is
+// back; members waiting at Permit give back their nodes (none binds alone).
+func (s *State) OnPodGroupGone(pg *schedv1alpha1.PodGroup) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.gangs[gang.KeyOf(pg)]
+	if g == nil {
+		return
+	}
+	if g.reserved > 0 {
+		s.failLocked(g, "its PodGroup was deleted", false)
+	}
+	g.group = nil
+	s.refactGangLocked(g)
+	s.setRolesLocked(g)
+	s.refreshGangLocked(g)
+}
+
+// refactGangLocked derives a gang's members' facts anew (their queue and
+// preemptibility come from its PodGroup's labels).
+func (s *State) refactGangLocked(g *gangEntry) {
+	for _, e := range g.members {
+		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+	}
+}
+
+// OnQueue records a Queue added or updated; a Queue whose
+// volcano.sh/card.quota cannot be read gets an event, once per problem.
+func (s *State) OnQueue(q *v1alpha1.Queue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.upsertQueueLocked(q)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if s.reportLocked("Queue/"+q.Name, msg) {
+		ref := &corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Queue", Name: q.Name, UID: q.UID}
+		s.eventLocked(ref, corev1.EventTypeWarning, "InvalidCardQuota", "Admission", msg)
+	}
+}
+
+// OnQueueGone forgets a Queue's spec; what its pods use is kept.
+func (s *State) OnQueueGone(q *v1alpha1.Queue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleteQueueLocked(q.Name)
+	delete(s.reported, "Queue/"+q.Name)
+}
+
+// OnNamespace re-derives the facts of a namespace's pods when its labels
+// change (a pod seen before its namespace, or a namespace moved to another
+// queue).
+func (s *State) OnNamespace(ns *corev1.Namespace) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.namespaces[ns.Name]; ok && maps.Equal(old, ns.Labels) {
+		return
+	}
+	s.namespaces[ns.Name] = ns.Labels
+	for _, e := range s.inNamespace[ns.Name] {
+		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+	}
+}
+
+func (s *State) onNamespaceGone(ns *corev1.Namespace) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.namespaces, ns.Name)
+}
+
+// OnNode records a node's card models and tells an operator, through an
+// event, when its GPUs carry no product label (SPEC §1.4).
+func (s *State) OnNode(node *corev1.Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	detected, changed := s.upsertNodeLocked(node)
+	if !changed {
+		return
+	}
+	msg := unlabelledMessage(node.Name, detected.Unlabelled)
+	if s.reportLocked("Node/"+node.Name, msg) {
+		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}
+		s.eventLocked(ref, corev1.EventTypeWarning, "UnlabelledCards", "CardModel", msg)
+	}
+}
+
+// OnNodeGone forgets a node; pods still on it keep their charge.
+func (s *State) OnNodeGone(node *corev1.Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleteNodeLocked(node.Name)
+	delete(s.reported, "Node/"+node.Name)
+}
+
+// reportLocked records the problem last seen with an object and tells
+// whether it is a new one to report ("" is no problem).
+func (s *State) reportLocked(key, msg string) bool {
+	changed := s.reported[key] != msg
+	if msg == "" {
+		delete(s.reported, key)
+	} else {
+		s.reported[key] = msg
+	}
+	return changed && msg != ""
+}

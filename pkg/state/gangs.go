@@ -1,0 +1,197 @@
+package state
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/pkg/gang"
+)
+
+// gangEntry is what the state knows of one gang.
+type gangEntry struct {
+	key gang.Key
+	// group is the PodGroup as the informer last delivered it; nil until seen.
+	group *schedv1alpha1.PodGroup
+	// members are the gang's live pods of Cardinal's profile.
+	members map[types.UID]*podEntry
+	// foreign are live pods that join the gang but name another scheduler:
+	// pod name -> scheduler name.
+	foreign map[types.UID]string
+	// placed are the members placed (reserved or bound), in rank order
+	// (gang.Less): the first min are min members, the rest elastic.
+	placed []*podEntry
+	// reserved counts placed members not yet bound: waiting at Permit or binding.
+	reserved int
+	// queues counts members per queue they resolve to.
+	queues map[string]int
+	// attempt numbers the gang's tries at placing its min; a failure ends one.
+	attempt      uint64
+	backoffUntil time.Time
+	lastFailure  string
+	// held are the admission checks holding the gang back: holder -> reason.
+	held map[string]string
+	// admissible: it has its PodGroup and minMember pods, all of one queue
+	// and scheduler; its pods are woken when it becomes so.
+	admissible bool
+}
+
+// min is the number of placed pods below which the gang waits at Permit.
+// A gang whose PodGroup is gone is no gang: every pod of it counts on its
+// own, and none is elastic.
+func (g *gangEntry) min() int {
+	if g.group == nil {
+		return math.MaxInt32
+	}
+	return int(g.group.Spec.MinMember)
+}
+
+func (g *gangEntry) needsMin() bool { return g.group != nil && len(g.placed) < g.min() }
+
+func (g *gangEntry) countQueue(q string, n int) {
+	if g.queues[q] += n; g.queues[q] <= 0 {
+		delete(g.queues, q)
+	}
+}
+
+// empty tells whether nothing is left of a gang to remember.
+func (g *gangEntry) empty() bool {
+	return g.group == nil && len(g.members) == 0 && len(g.foreign) == 0 && len(g.placed) == 0
+}
+
+func (s *State) gangLocked(k gang.Key) *gangEntry {
+	g := s.gangs[k]
+	if g == nil {
+		g = &gangEntry{key: k, members: map[types.UID]*podEntry{}, foreign: map[types.UID]string{}, queues: map[string]int{}, held: map[string]string{}}
+		s.gangs[k] = g
+	}
+	return g
+}
+
+// joinGangLocked adds a pod to its gang's members (and, if placed, its placed pods).
+func (s *State) joinGangLocked(e *podEntry) {
+	if e.Gang == "" {
+		return
+	}
+	g := s.gangLocked(e.Gang)
+	g.members[e.pod.UID] = e
+	g.countQueue(e.Queue, 1)
+	if e.placed() {
+		s.insertPlacedLocked(g, e)
+	}
+	s.refreshGangLocked(g)
+}
+
+// leaveGangLocked takes a pod out of its gang.
+func (s *State) leaveGangLocked(e *podEntry) {
+	g := s.gangs[e.Gang]
+	if g == nil {
+		return
+	}
+	if _, ok := g.members[e.pod.UID]; ok {
+		delete(g.members, e.pod.UID)
+		g.countQueue(e.Queue, -1)
+	}
+	if e.placed() {
+		s.removePlacedLocked(g, e)
+		e.elastic = false
+	}
+	s.refreshGangLocked(g)
+}
+
+// insertPlacedLocked puts a placed pod among its gang's placed pods, in
+// rank order, and gives it its role. A pod that ranks among the first min
+// pushes the pod at the boundary out to elastic.
+func (s *State) insertPlacedLocked(g *gangEntry, e *podEntry) {
+	i := sort.Search(len(g.placed), func(i int) bool { return !gang.Less(g.placed[i].pod, e.pod) })
+	g.placed = slices.Insert(g.placed, i, e)
+	if !e.bound {
+		g.reserved++
+	}
+	m := g.min()
+	e.elastic = i >= m
+	if i < m && len(g.placed) > m {
+		s.setElasticLocked(g.placed[m], true)
+	}
+}
+
+// removePlacedLocked takes a pod out of its gang's placed pods; a min
+// member leaving promotes the first elastic pod to min member.
+func (s *State) removePlacedLocked(g *gangEntry, e *podEntry) {
+	i := slices.Index(g.placed, e)
+	if i < 0 {
+		return
+	}
+	g.placed = slices.Delete(g.placed, i, i+1)
+	if !e.bound {
+		g.reserved--
+	}
+	if m := g.min(); i < m && len(g.placed) >= m {
+		s.setElasticLocked(g.placed[m-1], false)
+	}
+}
+
+// setRolesLocked gives every placed pod of a gang its role anew, after its
+// min changed.
+func (s *State) setRolesLocked(g *gangEntry) {
+	m := g.min()
+	for i, e := range g.placed {
+		s.setElasticLocked(e, i >= m)
+	}
+}
+
+// setElasticLocked changes a placed pod's role, recharging it: a
+// semi-preemptible gang's elastic pods are preemptible (SPEC §5.2).
+func (s *State) setElasticLocked(e *podEntry, elastic bool) {
+	if e.elastic == elastic {
+		return
+	}
+	s.chargeLocked(e, -1)
+	e.elastic = elastic
+	s.chargeLocked(e, 1)
+	if elastic {
+		// Its queue's elastic pods (which give way to mins) and, for a
+		// semi-preemptible gang, its guarantee left to non-preemptible
+		// work have grown.
+		s.roomFreedLocked(e.Queue)
+	}
+}
+
+// upsertForeignLocked records a pod of another scheduler that joins a gang,
+// and forgets it when it leaves (finished, or relabelled out of the gang).
+func (s *State) upsertForeignLocked(pod *corev1.Pod) {
+	k, inGang := gang.Of(pod)
+	if old, known := s.foreign[pod.UID]; known && (old != k || isTerminal(pod)) {
+		s.removeForeignLocked(pod)
+	}
+	if !inGang || isTerminal(pod) {
+		return
+	}
+	g := s.gangLocked(k)
+	if _, known := g.foreign[pod.UID]; !known {
+		g.foreign[pod.UID] = pod.Name + " (" + pod.Spec.SchedulerName + ")"
+		s.foreign[pod.UID] = k
+		s.refreshGangLocked(g)
+	}
+}
+
+func (s *State) removeForeignLocked(pod *corev1.Pod) {
+	k, known := s.foreign[pod.UID]
+	if !known {
+		return
+	}
+	delete(s.foreign, pod.UID)
+	if g := s.gangs[k]; g != nil {
+		delete(g.foreign, pod.UID)
+		s.refreshGangLocked(g)
+	}
+}
+
+func isTerminal(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}

@@ -1,0 +1,107 @@
+package state
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"cardinal.dev/cardinal/pkg/cardmodel"
+	"cardinal.dev/cardinal/pkg/quota"
+)
+
+// nodeEntry is what the state knows of a node: its card models and what it
+// adds to the cluster's capacity.
+type nodeEntry struct {
+	models      cardmodel.Node
+	allocatable quota.Resources
+}
+
+// upsertNodeLocked records a node's card models, detected once here and
+// never per Filter call, and its allocatable. Pods placed on it are charged
+// anew when its models change (a relabel moves their cards to the new
+// model name). changed is false when the models are as before, as for most
+// node updates (status heartbeats), which then cost little more.
+func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, changed bool) {
+	detected = cardmodel.Detect(node)
+	alloc := quota.FromList(node.Status.Allocatable)
+	delete(alloc, corev1.ResourcePods)
+	old := s.nodes[node.Name]
+	if old != nil && old.models.Equal(detected) {
+		if !maps.Equal(old.allocatable, alloc) {
+			s.capacity.Sub(old.allocatable)
+			s.capacity.Add(alloc)
+			old.allocatable = alloc
+			s.notifyLocked()
+		}
+		return detected, false
+	}
+	if old != nil {
+		s.capacity.Sub(old.allocatable)
+		for _, c := range old.models.Cards {
+			s.addCardCapacityLocked(c.Model, -c.Count)
+		}
+	}
+	s.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
+	s.nodeReads.Store(node.Name, detected)
+	s.capacity.Add(alloc)
+	for _, c := range detected.Cards {
+		s.addCardCapacityLocked(c.Model, c.Count)
+		s.cardResources[c.Resource] = true
+	}
+	for _, e := range s.podsOn[node.Name] {
+		s.chargeLocked(e, -1)
+		e.cards = s.podCardsLocked(e)
+		s.chargeLocked(e, 1)
+	}
+	s.modelsChangedLocked()
+	s.notifyLocked()
+	return detected, true
+}
+
+// deleteNodeLocked forgets a node. Pods still placed on it keep their
+// charge until they are deleted: nothing charged is lost.
+func (s *State) deleteNodeLocked(name string) {
+	old := s.nodes[name]
+	if old == nil {
+		return
+	}
+	s.capacity.Sub(old.allocatable)
+	for _, c := range old.models.Cards {
+		s.addCardCapacityLocked(c.Model, -c.Count)
+	}
+	delete(s.nodes, name)
+	s.nodeReads.Delete(name)
+	s.notifyLocked()
+}
+
+func (s *State) addCardCapacityLocked(model string, n int64) {
+	if s.cardCapacity[model] += n; s.cardCapacity[model] <= 0 {
+		delete(s.cardCapacity, model)
+	}
+}
+
+// Node returns a node's card models as last detected. It takes no lock:
+// Filter and Score call it for every node from parallel goroutines, where
+// even a read lock's shared counter showed in profiles.
+func (s *State) Node(name string) (cardmodel.Node, bool) {
+	v, ok := s.nodeReads.Load(name)
+	if !ok {
+		return cardmodel.Node{}, false
+	}
+	return v.(cardmodel.Node), true
+}
+
+// IsCardResource tells whether a request of resource uses cards: a
+// well-known card resource, or one some node carries under a product label.
+func (s *State) IsCardResource(name corev1.ResourceName) bool {
+	if cardmodel.IsCardResource(name) {
+		return true
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.cardResources[name]
+}
+
+func (s *State) isCardResourceLocked(name corev1.ResourceName) bool {
+	return cardmodel.IsCardResource(name) || s.cardResources[name]
+}

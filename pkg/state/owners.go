@@ -1,0 +1,111 @@
+package state
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+)
+
+// A pod's preemptibility may come from its top-level owner's label (SPEC
+// §5.1). Owners arrive on informers of their own, in any order relative to
+// pods (after a restart, a pod may be seen before its ReplicaSet), and
+// their labels can change. So when an owner with a preemptibility label
+// appears, changes it or goes, the pods under it are classified anew:
+// what they are charged depends on the API alone, not on arrival order.
+
+// ownerHandler re-derives the facts of the pods under an owner whose
+// preemptibility label was set, changed or removed.
+func (s *State) ownerHandler() cache.ResourceEventHandler {
+	label := func(obj any) (metav1.Object, string, bool) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		o, ok := obj.(metav1.Object)
+		if !ok {
+			return nil, "", false
+		}
+		v, has := o.GetLabels()[v1alpha1.PreemptibilityLabel]
+		return o, v, has
+	}
+	changed := func(obj any) {
+		if o, _, has := label(obj); has {
+			s.ownerChanged(o)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { changed(obj) },
+		DeleteFunc: changed,
+		UpdateFunc: func(oldObj, newObj any) {
+			_, before, had := label(oldObj)
+			o, after, has := label(newObj)
+			if o != nil && (had != has || before != after) {
+				s.ownerChanged(o)
+			}
+		},
+	}
+}
+
+// ownerChanged classifies anew the pods an owner controls, directly or
+// through the ReplicaSets of a Deployment or the Jobs of a CronJob.
+func (s *State) ownerChanged(owner metav1.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	controllers := []types.UID{owner.GetUID()}
+	ns, everything := owner.GetNamespace(), labels.Everything()
+	if l := s.kube.owners.ReplicaSets; l != nil {
+		if rss, err := l.ReplicaSets(ns).List(everything); err == nil {
+			for _, rs := range rss {
+				if c := metav1.GetControllerOfNoCopy(rs); c != nil && c.UID == owner.GetUID() {
+					controllers = append(controllers, rs.UID)
+				}
+			}
+		}
+	}
+	if l := s.kube.owners.Jobs; l != nil {
+		if jobs, err := l.Jobs(ns).List(everything); err == nil {
+			for _, j := range jobs {
+				if c := metav1.GetControllerOfNoCopy(j); c != nil && c.UID == owner.GetUID() {
+					controllers = append(controllers, j.UID)
+				}
+			}
+		}
+	}
+	for _, uid := range controllers {
+		for _, e := range s.podsByController[uid] {
+			e.owner = s.kube.owners.Labels(e.pod)
+			s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+		}
+	}
+}
+
+// controllerUID is the UID of a pod's controller, "" if it has none.
+func controllerUID(e *podEntry) types.UID {
+	if c := metav1.GetControllerOfNoCopy(e.pod); c != nil {
+		return c.UID
+	}
+	return ""
+}
+
+func (s *State) indexControllerLocked(e *podEntry) {
+	if uid := controllerUID(e); uid != "" {
+		byPod := s.podsByController[uid]
+		if byPod == nil {
+			byPod = map[types.UID]*podEntry{}
+			s.podsByController[uid] = byPod
+		}
+		byPod[e.pod.UID] = e
+	}
+}
+
+func (s *State) unindexControllerLocked(e *podEntry) {
+	uid := controllerUID(e)
+	if byPod := s.podsByController[uid]; byPod != nil {
+		delete(byPod, e.pod.UID)
+		if len(byPod) == 0 {
+			delete(s.podsByController, uid)
+		}
+	}
+}

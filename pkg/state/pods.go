@@ -1,0 +1,344 @@
+package state
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/cardmodel"
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/workload"
+)
+
+// Facts are what the state derives from a pod and the objects around it:
+// which queue and gang it is in, its preemptibility, and what it asks for.
+type Facts struct {
+	Queue string
+	// Gang is "" for a pod without a PodGroup (a gang of one).
+	Gang           gang.Key
+	Preemptibility workload.Preemptibility
+	// Warning says why the pod's preemptibility label was ignored, if it was.
+	Warning  string
+	Priority int32
+	// Request is what the pod is charged in resources: what it asks for,
+	// without cpu and memory if it uses cards and cardUnlimitedCpuMemory is set.
+	Request quota.Resources
+	// CardRequests are its card resources and how many of each it asks for.
+	CardRequests map[corev1.ResourceName]int64
+	// CardNames are its card-name alternatives in order; nil = any model.
+	CardNames []string
+	// CardNamesErr says why its card-name annotation cannot be read.
+	CardNamesErr error
+}
+
+// podEntry is what the state knows of one pod of Cardinal's profile.
+type podEntry struct {
+	pod *corev1.Pod
+	Facts
+	// node is where the pod is placed (reserved or bound); "" while pending.
+	node string
+	// bound is true once the API shows the pod on node; until then a
+	// placed pod is reserved by this scheduler.
+	bound bool
+	// cards is what a placed pod is charged in cards of each model.
+	cards map[string]int64
+	// elastic: the pod is placed beyond its gang's min, by rank (gangs.go).
+	elastic bool
+	// tryAttempt is the attempt of its gang that its last PreFilter joined.
+	tryAttempt uint64
+	// owner are the labels of its top-level owner when its facts were derived.
+	owner map[string]string
+}
+
+func (e *podEntry) placed() bool { return e.node != "" }
+
+// nonPreemptible tells whether the pod is charged as non-preemptible work:
+// non-preemptible pods, and the min members of semi-preemptible gangs
+// (SPEC §5.2), which may use only their queue's guarantee (SPEC §3.5).
+func (e *podEntry) nonPreemptible() bool {
+	return e.Preemptibility == workload.NonPreemptible || (e.Preemptibility == workload.SemiPreemptible && !e.elastic)
+}
+
+// factsLocked derives a pod's facts; ownerLabels are its top-level owner's.
+func (s *State) factsLocked(pod *corev1.Pod, ownerLabels map[string]string) Facts {
+	k, _ := gang.Of(pod)
+	pgLabels := s.podGroupLabelsLocked(pod)
+	f := Facts{
+		Queue:    s.queueOfLocked(pod),
+		Gang:     k,
+		Priority: podPriority(pod),
+		Request:  quota.PodRequests(pod),
+	}
+	f.Preemptibility, f.Warning = workload.Classify(pod, pgLabels, ownerLabels, s.settings.PreemptibleBelowPriority)
+	f.CardRequests = cardmodel.CardRequests(pod, s.isCardResourceLocked)
+	if len(f.CardRequests) > 0 && s.settings.CardUnlimitedCPUMemory {
+		delete(f.Request, corev1.ResourceCPU)
+		delete(f.Request, corev1.ResourceMemory)
+	}
+	if v, from, ok := cardmodel.Annotation(pod.Annotations, v1alpha1.CardNameAnnotation, v1alpha1.VolcanoCardNameAnnotation); ok {
+		names, err := cardmodel.ParseNames(v)
+		if err != nil {
+			f.CardNamesErr = fmt.Errorf("pod %s/%s: annotation %s is invalid: %v", pod.Namespace, pod.Name, from, err)
+		}
+		f.CardNames = names
+	}
+	return f
+}
+
+func podPriority(pod *corev1.Pod) int32 {
+	if pod.Spec.Priority != nil {
+		return *pod.Spec.Priority
+	}
+	return 0
+}
+
+// factsMayChange tells whether an update of a pod can change its facts:
+// labels and annotations, or its spec (resources, resized in place).
+func factsMayChange(old, pod *corev1.Pod) bool {
+	return old.Generation != pod.Generation || !maps.Equal(old.Labels, pod.Labels) || !maps.Equal(old.Annotations, pod.Annotations)
+}
+
+// upsertPodLocked records a live pod of Cardinal's profile as the API shows
+// it. A pod the API shows on a node is placed there (bound); a pod this
+// scheduler reserved stays placed until it is bound, unreserved or gone.
+// owner returns the labels of the pod's top-level owner (read from the
+// informers' listers, in memory); it is called only when the pod's facts
+// must be derived.
+func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string) *podEntry {
+	e := s.pods[pod.UID]
+	if e == nil {
+		e = &podEntry{pod: pod, owner: owner()}
+		e.Facts = s.factsLocked(pod, e.owner)
+		s.pods[pod.UID] = e
+		s.indexLocked(e)
+		s.indexControllerLocked(e)
+		s.joinGangLocked(e)
+		s.chargeLocked(e, 1)
+	} else {
+		old := e.pod
+		e.pod = pod
+		if factsMayChange(old, pod) {
+			e.owner = owner()
+			s.setFactsLocked(e, s.factsLocked(pod, e.owner))
+		}
+	}
+	if pod.Spec.NodeName != "" && !e.bound {
+		if e.placed() && e.node != pod.Spec.NodeName {
+			s.unplaceLocked(e)
+		}
+		if e.placed() {
+			s.bindLocked(e)
+		} else {
+			s.placeLocked(e, pod.Spec.NodeName, true)
+		}
+	}
+	return e
+}
+
+// setFactsLocked charges a pod anew under changed facts.
+func (s *State) setFactsLocked(e *podEntry, f Facts) {
+	if f.Queue != e.Queue {
+		if e.placed() {
+			s.roomFreedLocked(e.Queue)
+		} else if s.waitingLocked(e) {
+			// Turned away by its old queue: the new one may have room.
+			s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
+		}
+	}
+	s.forgetWaitLocked(e)
+	s.chargeLocked(e, -1)
+	defer s.dropQueueIfUnusedLocked(e.Queue)
+	if f.Gang != e.Gang {
+		s.leaveGangLocked(e)
+		e.Facts = f
+		s.joinGangLocked(e)
+	} else {
+		if g := s.gangs[e.Gang]; g != nil && f.Queue != e.Queue {
+			g.countQueue(e.Queue, -1)
+			g.countQueue(f.Queue, 1)
+		}
+		e.Facts = f
+	}
+	if e.placed() {
+		e.cards = s.podCardsLocked(e)
+	}
+	s.chargeLocked(e, 1)
+}
+
+// removePodLocked forgets a pod: deleted, finished, or no longer Cardinal's.
+func (s *State) removePodLocked(uid types.UID) {
+	e := s.pods[uid]
+	if e == nil {
+		return
+	}
+	s.chargeLocked(e, -1)
+	s.forgetWaitLocked(e)
+	if e.placed() {
+		s.unindexNodeLocked(e)
+		if g := s.gangs[e.Gang]; g != nil {
+			s.removePlacedLocked(g, e)
+		}
+		e.node, e.bound, e.cards, e.elastic = "", false, nil, false
+		s.roomFreedLocked(e.Queue)
+	}
+	s.leaveGangLocked(e)
+	s.unindexControllerLocked(e)
+	s.dropQueueIfUnusedLocked(e.Queue)
+	delete(s.pods, uid)
+	if in := s.inNamespace[e.pod.Namespace]; in != nil {
+		delete(in, uid)
+		if len(in) == 0 {
+			delete(s.inNamespace, e.pod.Namespace)
+		}
+	}
+	delete(s.parkedElastic, uid)
+	delete(s.deferred, uid)
+	if parked := s.parkedGangs[e.Gang]; parked != nil {
+		delete(parked, uid)
+		if len(parked) == 0 {
+			delete(s.parkedGangs, e.Gang)
+		}
+	}
+}
+
+func (s *State) indexLocked(e *podEntry) {
+	in := s.inNamespace[e.pod.Namespace]
+	if in == nil {
+		in = map[types.UID]*podEntry{}
+		s.inNamespace[e.pod.Namespace] = in
+	}
+	in[e.pod.UID] = e
+}
+
+// placeLocked records a pod as placed on node: reserved by this scheduler,
+// or bound when the API shows it there. It moves the pod's charge from
+// pending to allocated, in resources and in cards of node's models.
+func (s *State) placeLocked(e *podEntry, node string, bound bool) {
+	s.forgetWaitLocked(e)
+	s.chargeLocked(e, -1)
+	e.node, e.bound = node, bound
+	e.cards = s.podCardsLocked(e)
+	on := s.podsOn[node]
+	if on == nil {
+		on = map[types.UID]*podEntry{}
+		s.podsOn[node] = on
+	}
+	on[e.pod.UID] = e
+	if g := s.gangs[e.Gang]; g != nil {
+		s.insertPlacedLocked(g, e)
+	}
+	s.chargeLocked(e, 1)
+	if g := s.gangs[e.Gang]; g != nil {
+		s.refreshGangLocked(g)
+	}
+}
+
+// unplaceLocked gives back exactly what placeLocked charged: the pod is
+// pending again.
+func (s *State) unplaceLocked(e *podEntry) {
+	if !e.placed() {
+		return
+	}
+	s.chargeLocked(e, -1)
+	s.unindexNodeLocked(e)
+	g := s.gangs[e.Gang]
+	if g != nil {
+		s.removePlacedLocked(g, e)
+	}
+	e.node, e.bound, e.cards, e.elastic = "", false, nil, false
+	s.chargeLocked(e, 1)
+	s.roomFreedLocked(e.Queue)
+	if g != nil {
+		s.refreshGangLocked(g)
+	}
+}
+
+// bindLocked records that the API shows a reserved pod bound where it was reserved.
+func (s *State) bindLocked(e *podEntry) {
+	e.bound = true
+	if g := s.gangs[e.Gang]; g != nil {
+		g.reserved--
+		s.refreshGangLocked(g)
+	}
+}
+
+func (s *State) unindexNodeLocked(e *podEntry) {
+	if on := s.podsOn[e.node]; on != nil {
+		delete(on, e.pod.UID)
+		if len(on) == 0 {
+			delete(s.podsOn, e.node)
+		}
+	}
+}
+
+// podCardsLocked is what a placed pod is charged in cards, by its node's
+// labels (cardmodel.Node.PodCards). A pod whose node is not known (deleted
+// under it) keeps what it was charged until it goes: nothing charged is lost.
+func (s *State) podCardsLocked(e *podEntry) map[string]int64 {
+	if n := s.nodes[e.node]; n != nil {
+		return n.models.PodCards(e.pod)
+	}
+	return e.cards
+}
+
+// chargeLocked adds (sign 1) or removes (sign -1) what a pod counts for in
+// its queue: a pending pod its demand, a placed pod its allocation, with the
+// non-preemptible and elastic parts of it, in resources and in cards.
+// Every change of a pod's entry is bracketed by chargeLocked(-1) and
+// chargeLocked(1), so the queue's sums are always the sums of its pods.
+func (s *State) chargeLocked(e *podEntry, sign int64) {
+	q := s.queueLocked(e.Queue)
+	add := func(r quota.Resources) {
+		if sign > 0 {
+			r.Add(e.Request)
+		} else {
+			r.Sub(e.Request)
+		}
+	}
+	if !e.placed() {
+		add(q.pending)
+		for r, n := range e.CardRequests {
+			if len(e.CardNames) == 0 {
+				q.pendingCardsAny[r] += sign * n
+				if q.pendingCardsAny[r] == 0 {
+					delete(q.pendingCardsAny, r)
+				}
+				continue
+			}
+			for _, m := range e.CardNames {
+				if cardmodel.Matches(m, r) {
+					c := q.card(m)
+					c.Pending += sign * n
+					q.dropCardIfUnused(m)
+				}
+			}
+		}
+		s.notifyLocked()
+		return
+	}
+	nonPreemptible := e.nonPreemptible()
+	add(q.allocated)
+	if nonPreemptible {
+		add(q.nonPreemptible)
+	}
+	if e.elastic {
+		add(q.elastic)
+	}
+	for m, n := range e.cards {
+		c := q.card(m)
+		c.Allocated += sign * n
+		if nonPreemptible {
+			c.NonPreemptible += sign * n
+		}
+		if e.elastic {
+			c.Elastic += sign * n
+		}
+		q.dropCardIfUnused(m)
+	}
+	s.notifyLocked()
+}

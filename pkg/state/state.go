@@ -1,0 +1,241 @@
+// Package state is Cardinal's one scheduling state: what every plugin, the
+// status writers, metrics and tools decide from. It is fed by informers and
+// by the plugins' Reserve and Unreserve, keyed by pod UID with idempotent
+// add and remove, so nothing is counted twice or lost and it rebuilds from
+// the cluster after a restart.
+//
+// What it knows:
+//   - pods: queue, preemptibility (three-way), priority, gang, role in the
+//     gang (min member or elastic), charge in resources and cards, and where
+//     they are placed (reserved by this scheduler, or bound);
+//   - gangs: their PodGroup, members, placed pods in rank order, and where
+//     they stand (assembling, backing off, held by an admission check);
+//   - queues: spec, allocated (bound and reserved), the non-preemptible and
+//     elastic parts of it, pending demand, per resource and per card model,
+//     and the deserved share computed from them;
+//   - nodes: card models and capacity.
+//
+// Every number is a function of what the API shows (and of this scheduler's
+// own reservations), never of the order things happened in, so it is the
+// same after a restart: a placed pod of a gang is elastic when it is not
+// among the minMember oldest placed pods (pkg/gang's rank), and a pod's
+// cards are counted by its node's labels.
+//
+// One lock guards it all; helpers that expect it held end in Locked. No API
+// call is made under it, and nothing under it calls into the scheduling
+// queue: what must happen there (waking pods, allowing or rejecting pods
+// waiting at Permit, events) is queued and done by one goroutine after the
+// lock is released (outbox.go). Plugins may therefore call the state from
+// PreEnqueue, the queue's Less and queueing hints, which the scheduling
+// queue runs under its own lock.
+package state
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+
+	configv1 "cardinal.dev/cardinal/apis/config/v1"
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/quota"
+)
+
+// Settings are the choices several plugins share. They are decided once,
+// from the scheduler configuration (pkg/settings), before any plugin is
+// built, whichever plugins are enabled.
+type Settings struct {
+	// SchedulerName is the profile whose pods Cardinal schedules.
+	SchedulerName string
+	// DefaultQueue is the queue of pods that name none (SPEC §1.1).
+	DefaultQueue string
+	// PreemptibleBelowPriority makes unlabelled work below it preemptible (SPEC §5.1).
+	PreemptibleBelowPriority int32
+	// CardUnlimitedCPUMemory: pods that use cards are not charged cpu or memory.
+	CardUnlimitedCPUMemory bool
+	// GangBackoff is how long a gang that failed waits before it is tried again.
+	GangBackoff time.Duration
+}
+
+// DefaultSettings are the settings of a configuration that sets nothing.
+func DefaultSettings() Settings {
+	return Settings{
+		SchedulerName:            "cardinal-scheduler",
+		DefaultQueue:             v1alpha1.DefaultQueueName,
+		PreemptibleBelowPriority: configv1.DefaultPreemptibleBelowPriority,
+		GangBackoff:              time.Duration(configv1.DefaultPodGroupBackoffSeconds) * time.Second,
+	}
+}
+
+// State is the one scheduling state. Build it with New.
+type State struct {
+	settings Settings
+	clock    clock.WithDelayedExecution
+
+	mu         sync.RWMutex
+	pods       map[types.UID]*podEntry
+	gangs      map[gang.Key]*gangEntry
+	queues     map[string]*queueEntry
+	nodes      map[string]*nodeEntry
+	namespaces map[string]map[string]string // namespace -> labels
+	// inNamespace indexes pods by namespace (a relabelled namespace moves them).
+	inNamespace map[string]map[types.UID]*podEntry
+	// podsOn indexes placed pods by node (a relabelled node recharges them).
+	podsOn map[string]map[types.UID]*podEntry
+	// podsByController indexes pods by their controller's UID (an owner's
+	// preemptibility label reclassifies them, owners.go).
+	podsByController map[types.UID]map[types.UID]*podEntry
+	// foreign is the gang of each pod of another scheduler that joins one.
+	foreign map[types.UID]gang.Key
+	// cardResources are resources some node carries as cards beyond the well-known ones.
+	cardResources map[corev1.ResourceName]bool
+	// capacity is the sum of the nodes' allocatable; cardCapacity the cards of each model.
+	capacity     quota.Resources
+	cardCapacity map[string]int64
+	deserved     deservedCache
+
+	// Gang assembly (assembly.go).
+	assembling    sets.Set[gang.Key]
+	needMin       sets.Set[gang.Key]
+	parkedGangs   map[gang.Key]map[types.UID]*corev1.Pod
+	parkedElastic map[types.UID]*corev1.Pod
+	// deferred are gang pods turned away by admission before the state synced.
+	deferred map[types.UID]*corev1.Pod
+	// waitingRoom are pods waiting for room in a queue, by queue;
+	// waitingModels the card pods among them (waits.go).
+	waitingRoom   map[string]map[types.UID]*corev1.Pod
+	waitingModels map[types.UID]*corev1.Pod
+	// reported are the last problems reported per object (Queue and node
+	// events), so an object updated all the time is not reported each time.
+	reported map[string]string
+	// lastGangWake is when a parked gang was last woken.
+	lastGangWake time.Time
+	// permitPlugin is the plugin whose Permit holds gangs' members.
+	permitPlugin string
+
+	// nodeReads mirrors each node's card models for Filter and Score, which
+	// read them for every node from parallel goroutines without the lock.
+	nodeReads sync.Map
+	// gangCreated is when each gang's PodGroup was first seen created, for
+	// the queue order: read without the lock, set once per gang.
+	gangCreated sync.Map
+
+	out *outbox
+	// changed is signalled (without blocking) whenever queue numbers change.
+	changed chan struct{}
+
+	attachOnce sync.Once
+	attachErr  error
+	attached   atomic.Bool
+	kube       kubeAccess
+	sources    []func() bool
+	synced     atomic.Bool
+}
+
+// New returns an empty state with settings.
+func New(settings Settings) *State {
+	return NewWithClock(settings, clock.RealClock{})
+}
+
+// NewWithClock returns an empty state that tells time by clk. Tests feed it
+// through its On... methods, as the informers would, and run what it queued
+// for the framework with Flush.
+func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
+	s := &State{
+		settings:         settings,
+		clock:            clk,
+		pods:             map[types.UID]*podEntry{},
+		gangs:            map[gang.Key]*gangEntry{},
+		queues:           map[string]*queueEntry{},
+		nodes:            map[string]*nodeEntry{},
+		namespaces:       map[string]map[string]string{},
+		inNamespace:      map[string]map[types.UID]*podEntry{},
+		podsOn:           map[string]map[types.UID]*podEntry{},
+		podsByController: map[types.UID]map[types.UID]*podEntry{},
+		foreign:          map[types.UID]gang.Key{},
+		cardResources:    map[corev1.ResourceName]bool{},
+		capacity:         quota.Resources{},
+		cardCapacity:     map[string]int64{},
+		assembling:       sets.New[gang.Key](),
+		needMin:          sets.New[gang.Key](),
+		parkedGangs:      map[gang.Key]map[types.UID]*corev1.Pod{},
+		parkedElastic:    map[types.UID]*corev1.Pod{},
+		deferred:         map[types.UID]*corev1.Pod{},
+		waitingRoom:      map[string]map[types.UID]*corev1.Pod{},
+		waitingModels:    map[types.UID]*corev1.Pod{},
+		reported:         map[string]string{},
+		changed:          make(chan struct{}, 1),
+	}
+	s.out = newOutbox()
+	return s
+}
+
+// Configure replaces the settings. It is called once, before the plugins are
+// built and before any informer delivers anything.
+func (s *State) Configure(settings Settings) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settings = settings
+}
+
+// SetPermitPlugin names the plugin whose Permit holds gangs' members, for
+// the state to allow or reject them in its name.
+func (s *State) SetPermitPlugin(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.permitPlugin = name
+}
+
+// Settings returns the settings.
+func (s *State) Settings() Settings {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.settings
+}
+
+// Changed is signalled whenever a queue's numbers may have changed; the
+// status writer waits on it.
+func (s *State) Changed() <-chan struct{} { return s.changed }
+
+func (s *State) notifyLocked() {
+	s.deserved.dirty = true
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Synced tells whether every informer feeding the state has delivered its
+// initial list, so no decision is made on counts still being rebuilt after
+// a start (SPEC §3.1 "across restarts"). Once true it stays true. Attach
+// registers the informers before the scheduler starts any, so it is never
+// true too early; a state fed by hand has none and is synced at once.
+func (s *State) Synced() bool {
+	if s.synced.Load() {
+		return true
+	}
+	s.mu.RLock()
+	sources := s.sources
+	s.mu.RUnlock()
+	for _, src := range sources {
+		if !src() {
+			return false
+		}
+	}
+	s.synced.Store(true)
+	return true
+}
+
+// WaitForSync waits until Synced, or until ctx ends.
+func (s *State) WaitForSync(ctx context.Context) error {
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		return s.Synced(), nil
+	})
+}
