@@ -112,6 +112,21 @@ func (p *PodWrapper) Annotation(k, v string) *PodWrapper {
 	return p
 }
 
+// NodeSelector requires a node label.
+func (p *PodWrapper) NodeSelector(k, v string) *PodWrapper {
+	if p.Spec.NodeSelector == nil {
+		p.Spec.NodeSelector = map[string]string{}
+	}
+	p.Spec.NodeSelector[k] = v
+	return p
+}
+
+// Gate adds a scheduling gate: the pod is not scheduled until it is removed.
+func (p *PodWrapper) Gate(name string) *PodWrapper {
+	p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: name})
+	return p
+}
+
 // Obj returns the pod.
 func (p *PodWrapper) Obj() *corev1.Pod { return &p.Pod }
 

@@ -123,8 +123,14 @@ func createPods(t *testing.T, pods ...*corev1.Pod) {
 // waitBound waits until the named pods are all bound and returns their nodes.
 func waitBound(t *testing.T, ns string, names ...string) map[string]string {
 	t.Helper()
+	return waitBoundTimeout(t, waitTimeout, ns, names...)
+}
+
+// waitBoundTimeout is waitBound with its own deadline.
+func waitBoundTimeout(t *testing.T, timeout time.Duration, ns string, names ...string) map[string]string {
+	t.Helper()
 	nodes := map[string]string{}
-	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
 		for _, n := range names {
 			p, err := env.kube.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
@@ -138,7 +144,7 @@ func waitBound(t *testing.T, ns string, names ...string) map[string]string {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("pods %v of %s not all bound within %v (bound: %v): %v", names, ns, waitTimeout, nodes, err)
+		t.Fatalf("pods %v of %s not all bound within %v (bound: %v): %v", names, ns, timeout, nodes, err)
 	}
 	return nodes
 }

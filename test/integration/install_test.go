@@ -61,17 +61,22 @@ func TestBadPluginArgsFailStartup(t *testing.T) {
 	}
 }
 
-// configWith writes a copy of config/scheduler-config.yaml with one line
-// changed, as a user would edit it, and returns its path.
-func configWith(t *testing.T, old, new string) string {
+// configWith writes a copy of config/scheduler-config.yaml with lines
+// changed, as a user would edit it, and returns its path. edits are pairs
+// of old and new text.
+func configWith(t *testing.T, edits ...string) string {
 	t.Helper()
 	data, err := os.ReadFile(env.configPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed := strings.Replace(string(data), old, new, 1)
-	if changed == string(data) {
-		t.Fatalf("config/scheduler-config.yaml no longer has %q; update this test", old)
+	changed := string(data)
+	for i := 0; i+1 < len(edits); i += 2 {
+		next := strings.Replace(changed, edits[i], edits[i+1], 1)
+		if next == changed {
+			t.Fatalf("config/scheduler-config.yaml no longer has %q; update this test", edits[i])
+		}
+		changed = next
 	}
 	path := filepath.Join(t.TempDir(), "scheduler-config.yaml")
 	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {

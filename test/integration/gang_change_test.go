@@ -1,0 +1,193 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// promptly bounds how long something that must follow a change at once may
+// take: well under permitWaitingTimeSeconds (60 s), so a gang that only
+// moves when its Permit wait runs out fails the test.
+const promptly = 20 * time.Second
+
+// createGatedGang makes a PodGroup with minMember min and min one-GPU pods,
+// the last behind a scheduling gate: the others are placed and wait at
+// Permit for it, so the gang is being assembled for as long as the test
+// wants. Pods are named <name>-<i>.
+func createGatedGang(t *testing.T, ns, name string, min int) {
+	t.Helper()
+	createPodGroup(t, ns, name, int32(min))
+	pods := gangPods(ns, name, min, 1)
+	pods[min-1].Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	createPods(t, pods...)
+	// The placed members wait at Permit; nothing of the gang binds.
+	holdBoundCounts(t, ns, map[string]int{}, 3*time.Second)
+}
+
+// waitParked waits until a pod of gang group is turned away because another
+// gang is being placed.
+func waitParked(t *testing.T, ns, group string) {
+	t.Helper()
+	waitEvent(t, ns, fmt.Sprintf("FailedScheduling on a pod of %s saying it waits for another gang", group), func(e eventsv1.Event) bool {
+		return strings.HasPrefix(e.Regarding.Name, group+"-") && e.Reason == "FailedScheduling" && strings.Contains(e.Note, "which is being placed")
+	})
+}
+
+// TestHeldGangDoesNotHangScheduler: a gang held back by its queue's card
+// quota while other gangs' pods are parked behind a gang being placed must
+// not stop the scheduler: admission (PreEnqueue) runs under the scheduling
+// queue's lock and may not call back into the queue. Afterwards a pod that
+// fits still binds, and the held gang says why.
+func TestHeldGangDoesNotHangScheduler(t *testing.T) {
+	ns := createGPUNamespace(t, "hang-a")
+	createQueue(t, builder.MakeQueue("hang-c").Card(h200, 0, 1).Obj())
+	nsC := createNamespaceInQueue(t, "hang-c", "hang-c")
+	createNodes(t, gpuNodes("hang", 2, 5)...)
+	startScheduler(t)
+
+	createGatedGang(t, ns, "a", 3)
+	createPodGroup(t, ns, "b", 2)
+	createPods(t, gangPods(ns, "b", 2, 1)...)
+	waitParked(t, ns, "b")
+
+	createPodGroup(t, nsC, "c", 4)
+	createPods(t, gangPods(nsC, "c", 4, 1)...)
+	waitGangEvent(t, nsC, "c", "GangHeldByCardQuota")
+
+	createPods(t, builder.MakePod(ns, "single").Req("cpu", "100m").GPU(1).Obj())
+	waitBoundWithin(t, promptly, ns, "single")
+	holdBoundCounts(t, nsC, map[string]int{}, holdWindow)
+}
+
+// TestMinMemberLowered: members waiting at Permit bind as soon as a lowered
+// minMember is met, not when their wait runs out.
+func TestMinMemberLowered(t *testing.T) {
+	ns := createGPUNamespace(t, "gang-lower")
+	createNodes(t, gpuNodes("lower", 1, 4)...)
+	startScheduler(t)
+
+	createGatedGang(t, ns, "a", 3)
+	patchMinMember(t, ns, "a", 2)
+	waitBoundWithin(t, promptly, ns, "a-0", "a-1")
+	holdBoundCounts(t, ns, map[string]int{"a": 2}, holdWindow)
+}
+
+// TestMembersDeletedBelowMin: when a gang loses members below its minMember
+// while others wait at Permit, they give back their nodes at once (they
+// cannot complete) and the gang behind goes ahead; the gang binds nothing.
+func TestMembersDeletedBelowMin(t *testing.T) {
+	ns := createGPUNamespace(t, "gang-shrunk")
+	createNodes(t, gpuNodes("shrunk", 1, 4)...)
+	startScheduler(t)
+
+	createGatedGang(t, ns, "a", 3)
+	createPodGroup(t, ns, "b", 2)
+	createPods(t, gangPods(ns, "b", 2, 1)...)
+	waitParked(t, ns, "b")
+
+	deletePod(t, ns, "a-2") // the gated member: a now has 2 of its min 3
+	waitBoundWithin(t, promptly, ns, "b-0", "b-1")
+	holdBoundCounts(t, ns, map[string]int{"b": 2}, holdWindow)
+}
+
+// TestWaitingMemberDeleted: a member waiting at Permit deleted gives back
+// the gang's reservations at once; the gang behind goes ahead.
+func TestWaitingMemberDeleted(t *testing.T) {
+	ns := createGPUNamespace(t, "gang-waitdel")
+	createNodes(t, gpuNodes("waitdel", 1, 4)...)
+	startScheduler(t)
+
+	createGatedGang(t, ns, "a", 3)
+	createPodGroup(t, ns, "b", 2)
+	createPods(t, gangPods(ns, "b", 2, 1)...)
+	waitParked(t, ns, "b")
+
+	deletePod(t, ns, "a-0")
+	waitBoundWithin(t, promptly, ns, "b-0", "b-1")
+	holdBoundCounts(t, ns, map[string]int{"b": 2}, holdWindow)
+}
+
+// TestPodGroupDeletedMidAssembly: a PodGroup deleted while its members wait
+// at Permit binds none of them one by one, and the gang behind goes ahead.
+func TestPodGroupDeletedMidAssembly(t *testing.T) {
+	ns := createGPUNamespace(t, "gang-pgdel")
+	createNodes(t, gpuNodes("pgdel", 1, 4)...)
+	startScheduler(t)
+
+	createGatedGang(t, ns, "a", 3)
+	createPodGroup(t, ns, "b", 2)
+	createPods(t, gangPods(ns, "b", 2, 1)...)
+	waitParked(t, ns, "b")
+
+	if err := podGroups().SchedulingV1alpha1().PodGroups(ns).Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitBoundWithin(t, promptly, ns, "b-0", "b-1")
+	holdBoundCounts(t, ns, map[string]int{"b": 2}, holdWindow)
+}
+
+// TestGangSplitAcrossQueuesOrSchedulers: a gang whose pods resolve to
+// different queues, or whose pods are split between Cardinal and another
+// scheduler, cannot be admitted as one: nothing of it binds, and its
+// PodGroup gets an event that says what to fix.
+func TestGangSplitAcrossQueuesOrSchedulers(t *testing.T) {
+	ns := createNamespace(t, "gang-split")
+	createQueue(t, builder.MakeQueue("split-a").Obj())
+	createQueue(t, builder.MakeQueue("split-b").Obj())
+	createNodes(t, builder.MakeNode("split-0").Obj())
+	startScheduler(t)
+
+	createPodGroup(t, ns, "mixed", 3)
+	for i, q := range []string{"split-a", "split-a", "split-b"} {
+		createPods(t, builder.MakePod(ns, fmt.Sprintf("mixed-%d", i)).Label("scheduling.x-k8s.io/pod-group", "mixed").
+			Label(v1alpha1.QueueLabel, q).Req("cpu", "100m").Obj())
+	}
+	createPodGroup(t, ns, "split", 3)
+	for i, sched := range []string{builder.SchedulerName, builder.SchedulerName, "default-scheduler"} {
+		createPods(t, builder.MakePod(ns, fmt.Sprintf("split-%d", i)).Label("scheduling.x-k8s.io/pod-group", "split").
+			Label(v1alpha1.QueueLabel, "split-a").SchedulerName(sched).Req("cpu", "100m").Obj())
+	}
+	waitEvent(t, ns, "an event on PodGroup mixed naming both queues", func(e eventsv1.Event) bool {
+		return e.Regarding.Name == "mixed" && e.Type == corev1.EventTypeWarning &&
+			strings.Contains(e.Note, "split-a") && strings.Contains(e.Note, "split-b") && strings.Contains(e.Note, v1alpha1.QueueLabel)
+	})
+	waitEvent(t, ns, "an event on PodGroup split naming the other scheduler", func(e eventsv1.Event) bool {
+		return e.Regarding.Name == "split" && e.Type == corev1.EventTypeWarning &&
+			strings.Contains(e.Note, "split-2") && strings.Contains(e.Note, "default-scheduler")
+	})
+	holdBoundCounts(t, ns, map[string]int{}, holdWindow)
+}
+
+// waitBoundWithin is waitBound with its own deadline.
+func waitBoundWithin(t *testing.T, timeout time.Duration, ns string, names ...string) {
+	t.Helper()
+	start := time.Now()
+	nodes := waitBoundTimeout(t, timeout, ns, names...)
+	t.Logf("%v bound %v after the change (%v)", names, time.Since(start).Round(10*time.Millisecond), nodes)
+}
+
+func patchMinMember(t *testing.T, ns, name string, min int32) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"minMember":%d}}`, min)
+	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deletePod(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,206 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// TestQueueStatusAgreesWithScheduler: what `kubectl get queues -o yaml`
+// shows is what the scheduler decides with (SPEC §1.1, §3.2), on a cluster
+// where the three things that used to make them differ happen at once:
+// cardUnlimitedCpuMemory is on, a pod is reserved (waiting at Permit) but
+// not bound, and a node was re-sliced into MIG under a running pod. Every
+// refusal's "would use" is the status's allocated plus the request.
+func TestQueueStatusAgreesWithScheduler(t *testing.T) {
+	path := configWith(t,
+		"cardUnlimitedCpuMemory: false", "cardUnlimitedCpuMemory: true",
+		"permitWaitingTimeSeconds: 60", "permitWaitingTimeSeconds: 600")
+	createQueue(t, builder.MakeQueue("agree").Capability(corev1.ResourceCPU, "2").Card(h200, 3, 3).Card(mig, 2, 2).Obj())
+	ns := createNamespaceInQueue(t, "status-agree", "agree")
+	createNodes(t,
+		builder.MakeNode("agree-0").GPU(h200, 2).Label("pool", "agree-0").Obj(),
+		builder.MakeNode("agree-1").GPU(h200, 2).Label("pool", "agree-1").Obj())
+	startSchedulerWith(t, path)
+
+	// A whole-card pod asking for 4 cpu (not charged: cardUnlimitedCpuMemory).
+	createPods(t, builder.MakePod(ns, "whole").Req("cpu", "4").GPU(1).CardName(h200).NodeSelector("pool", "agree-0").Obj())
+	waitBound(t, ns, "whole")
+	resliceToMIG(t, "agree-0", 7)
+
+	// A gang member reserved on agree-1, waiting at Permit for its gated sibling.
+	createPodGroup(t, ns, "r", 2)
+	createPods(t,
+		builder.MakePod(ns, "r-0").Label("scheduling.x-k8s.io/pod-group", "r").Req("cpu", "100m").GPU(1).NodeSelector("pool", "agree-1").Obj(),
+		builder.MakePod(ns, "r-1").Label("scheduling.x-k8s.io/pod-group", "r").Req("cpu", "100m").GPU(1).Gate("example.com/hold").Obj())
+
+	// cpu: card pods are not charged, so 2 cpu of plain pods fit and a third does not.
+	createPods(t, builder.MakePod(ns, "cpu-0").Req("cpu", "2").Obj())
+	waitBound(t, ns, "cpu-0")
+	createPods(t, builder.MakePod(ns, "cpu-1").Req("cpu", "1").Obj())
+	waitPodEvent(t, ns, "cpu-1", "queue agree has insufficient cpu quota: requested 1, would use 3, capability 2")
+
+	// cards: the re-sliced node's pod and the reserved one hold 2 of 3 H200.
+	createPods(t, builder.MakePod(ns, "two").Req("cpu", "100m").GPU(2).CardName(h200).Obj())
+	waitPodEvent(t, ns, "two", "queue agree has insufficient NVIDIA-H200 quota: requested 2, would use 4, capability 3")
+
+	// allocated: cpu-0's 2 cpu and no cpu of the card pods; their cards as
+	// the plain resource too (nvidia.com/gpu is a resource like any other).
+	waitQueueStatus(t, "agree", "cpu=2, NVIDIA-H200 2 of 3, within capability", func(q *v1alpha1.Queue) bool {
+		c := meta.FindStatusCondition(q.Status.Conditions, "OverCapability")
+		return q.Status.AllocatedSummary == "cpu=2,nvidia.com/gpu=2" && queueCards(q)[h200] == 2 &&
+			c != nil && c.Status == metav1.ConditionFalse
+	})
+	q, err := env.cardinal.SchedulingV1alpha1().Queues().Get(context.Background(), "agree", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range q.Status.Cards {
+		if c.Name == h200 && (c.Guarantee != 3 || c.Capability != 3) {
+			t.Errorf("status.cards[%s] = %+v, want guarantee 3 and capability 3", h200, c)
+		}
+	}
+	neverBound(t, ns, "cpu-1", "two", "r-0")
+}
+
+// resliceToMIG turns a node's whole cards into slices MIG 1g.18gb slices,
+// as the MIG manager does.
+func resliceToMIG(t *testing.T, node string, slices int) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := env.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(n.Status.Allocatable, builder.GPUResource)
+	delete(n.Status.Capacity, builder.GPUResource)
+	n.Status.Allocatable[migRes] = *resourceQty(fmt.Sprint(slices))
+	n.Status.Capacity[migRes] = *resourceQty(fmt.Sprint(slices))
+	if _, err := env.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSemiPreemptibleChargeAcrossRestart: a semi-preemptible gang's elastic
+// pods are charged as preemptible before and after a restart alike, so the
+// room its min members leave in the guarantee stays usable by
+// non-preemptible work (SPEC §3.1, §3.5, §5.2).
+func TestSemiPreemptibleChargeAcrossRestart(t *testing.T) {
+	createQueue(t, builder.MakeQueue("semi").Card(h200, 4, 8).Obj())
+	ns := createNamespaceInQueue(t, "semi-restart", "semi")
+	createNodes(t, gpuNodes("semi", 2, 4)...)
+	s := startScheduler(t)
+
+	pg := &schedv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train", Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.SemiPreemptible}},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 2},
+	}
+	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createPods(t, gangPods(ns, "train", 4, 1)...)
+	waitBoundCounts(t, ns, map[string]int{"train": 4}, waitTimeout)
+	s.Stop()
+	startScheduler(t)
+
+	nonPreemptible := func(name string, gpus int) *corev1.Pod {
+		return builder.MakePod(ns, name).Label(v1alpha1.PreemptibilityLabel, v1alpha1.NonPreemptible).Req("cpu", "100m").GPU(gpus).Obj()
+	}
+	createPods(t, nonPreemptible("np-0", 2))
+	waitBound(t, ns, "np-0")
+	createPods(t, nonPreemptible("np-1", 1))
+	waitPodEvent(t, ns, "np-1", "queue semi: non-preemptible pods may use only its guarantee of NVIDIA-H200: requested 1, would use 5, guarantee 4")
+	neverBound(t, ns, "np-1")
+}
+
+// TestStatusFollowsLeaderElection: Queue status is written wherever the
+// scheduler runs: with leader election off no lease is needed, and with it
+// on the status writers follow the scheduler's own lease, wherever its
+// namespace is. A lease another process holds in cardinal-system (where an
+// earlier Cardinal kept its status writers' lease) stops neither.
+func TestStatusFollowsLeaderElection(t *testing.T) {
+	holdForeignLease(t, "cardinal-system", "cardinal-controllers")
+	tests := []struct {
+		name  string
+		edits []string
+		setup func(t *testing.T)
+	}{
+		{name: "leader election off", edits: []string{"leaderElect: true", "leaderElect: false"}},
+		{name: "another lease namespace", edits: []string{"resourceNamespace: cardinal-system", "resourceNamespace: cardinal-alt"},
+			setup: func(t *testing.T) { grantLeases(t, "cardinal-alt") }},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setup != nil {
+				tc.setup(t)
+			}
+			queue := fmt.Sprintf("lease-%d", i)
+			createQueue(t, builder.MakeQueue(queue).Obj())
+			ns := createNamespaceInQueue(t, queue, queue)
+			createNodes(t, builder.MakeNode(queue).Obj())
+			startSchedulerWith(t, configWith(t, tc.edits...))
+			createPods(t, builder.MakePod(ns, "p").Req("cpu", "1").Obj())
+			waitBound(t, ns, "p")
+			waitQueueStatus(t, queue, "allocated cpu=1", func(q *v1alpha1.Queue) bool {
+				return q.Status.AllocatedSummary == "cpu=1"
+			})
+		})
+	}
+}
+
+// holdForeignLease makes another process hold a lease for the rest of the test.
+func holdForeignLease(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To("another-cardinal"), LeaseDurationSeconds: ptr.To[int32](3600),
+			AcquireTime: &now, RenewTime: &now,
+		},
+	}
+	_ = env.kube.CoordinationV1().Leases(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	if _, err := env.kube.CoordinationV1().Leases(ns).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.kube.CoordinationV1().Leases(ns).Delete(ctx, name, metav1.DeleteOptions{}) })
+}
+
+// grantLeases makes namespace ns and lets the scheduler's service account
+// hold its lease there, as an administrator who moves the lease would.
+func grantLeases(t *testing.T, ns string) {
+	t.Helper()
+	createNamespace(t, ns)
+	ctx := context.Background()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cardinal-leases"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"cardinal-scheduler"}, Verbs: []string{"get", "update", "patch"}},
+		},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cardinal-leases"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "cardinal-leases"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "cardinal-system", Name: "cardinal-scheduler"}},
+	}
+	if _, err := env.kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
