@@ -63,7 +63,7 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
 
-	b.WriteString("\n## Filter + Reserve per call, in process\n\n`go test -bench BenchmarkFilterReserve ./pkg/cardquota`: one card-quota Filter and the queue cache's Reserve charge of a one-card pod, each queue holding pods of four models.\n\n")
+	b.WriteString("\n## Filter + Reserve per call, in process\n\n`go test -bench BenchmarkFilterReserve ./pkg/cardquota`: one card-quota Filter and the scheduling state's Reserve charge of a one-card pod, each queue holding pods of four models.\n\n")
 	b.WriteString("| queues | mean ns | p99 ns |\n|---|---|---|\n")
 	p99At := map[int]float64{}
 	for _, p := range plugins {
