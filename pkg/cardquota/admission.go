@@ -12,7 +12,6 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/cardmodel"
-	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/state"
 )
 
@@ -24,26 +23,15 @@ import (
 // one, this pod's cards for each missing member. The PodGroup gets an event
 // that says why, in cards.
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
-	k, ok := gang.Of(pod)
-	if !ok {
-		return nil
+	v, missing, st := p.state.MinToAdmit(pod, Name)
+	if st != nil || missing == 0 {
+		return st
 	}
-	if !p.state.Synced() {
-		return p.state.Defer(pod)
-	}
-	v, ok := p.state.Gang(k)
-	if !ok {
-		return nil // the gang plugin says the PodGroup is missing
-	}
-	missing := int64(v.Group.Spec.MinMember) - int64(v.Placed)
-	if missing <= 0 {
-		p.state.Release(k, Name)
-		return nil
-	}
+	k := v.Key
 	c := p.state.Candidate(pod)
 	cards := p.state.Cards(c.Queue)
 	var msg string
-	reqs, err := gangRequests(c, v.Group, missing, cards)
+	reqs, err := gangRequests(c, v.Group, int64(missing), cards)
 	if err != nil {
 		msg = fmt.Sprintf("gang %s is held: %v", k, err)
 	} else if short := shortfall(c.Queue, reqs, cards, nil); short != "" {

@@ -22,22 +22,11 @@ import (
 // It runs under the scheduling queue's lock: it reads the state, and a hold
 // it records wakes other pods only later, through the state's outbox.
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
-	k, ok := gang.Of(pod)
-	if !ok {
-		return nil
+	v, missing, st := p.state.MinToAdmit(pod, Name)
+	if st != nil || missing == 0 {
+		return st
 	}
-	if !p.state.Synced() {
-		return p.state.Defer(pod)
-	}
-	v, ok := p.state.Gang(k)
-	if !ok {
-		return nil // the gang plugin says the PodGroup is missing
-	}
-	missing := int(v.Group.Spec.MinMember) - v.Placed
-	if missing <= 0 {
-		p.state.Release(k, Name)
-		return nil
-	}
+	k := v.Key
 	c := p.state.Candidate(pod)
 	u := p.state.QuotaUsage(c.Queue)
 	if !u.Exists {

@@ -33,6 +33,29 @@ func (s *State) Gang(k gang.Key) (GangView, bool) {
 	return GangView{Key: k, Group: g.group, Members: len(g.members), Placed: len(g.placed)}, true
 }
 
+// MinToAdmit starts an admission check of a gang's pod (the quota plugins'
+// PreEnqueue): it returns the pod's gang and how many more placed pods its
+// min needs, or 0 when there is nothing to check: no gang, no PodGroup (the
+// gang plugin says so), or its min placed, which ends holder's hold. Before
+// the state has synced, st turns the pod away until it has (Defer).
+func (s *State) MinToAdmit(pod *corev1.Pod, holder string) (v GangView, missing int, st *fwk.Status) {
+	k, ok := gang.Of(pod)
+	if !ok {
+		return GangView{}, 0, nil
+	}
+	if !s.Synced() {
+		return GangView{}, 0, s.Defer(pod)
+	}
+	if v, ok = s.Gang(k); !ok {
+		return v, 0, nil
+	}
+	if missing = int(v.Group.Spec.MinMember) - v.Placed; missing <= 0 {
+		s.Release(k, holder)
+		return v, 0, nil
+	}
+	return v, missing, nil
+}
+
 // Hold marks a gang held back by an admission check (holder), for reason,
 // because pod's queue has no room for the rest of its min, and tells
 // whether that holder's reason changed, so the caller records an event

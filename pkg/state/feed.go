@@ -290,10 +290,8 @@ func (s *State) OnQueue(q *v1alpha1.Queue) {
 	if err != nil {
 		msg = err.Error()
 	}
-	if s.reportLocked("Queue/"+q.Name, msg) {
-		ref := &corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Queue", Name: q.Name, UID: q.UID}
-		s.eventLocked(ref, corev1.EventTypeWarning, "InvalidCardQuota", "Admission", msg)
-	}
+	ref := &corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Queue", Name: q.Name, UID: q.UID}
+	s.reportLocked(ref, "InvalidCardQuota", "Admission", msg)
 }
 
 // OnQueueGone forgets a Queue's spec; what its pods use is kept.
@@ -334,11 +332,8 @@ func (s *State) OnNode(node *corev1.Node) {
 	if !changed {
 		return
 	}
-	msg := unlabelledMessage(node.Name, detected.Unlabelled)
-	if s.reportLocked("Node/"+node.Name, msg) {
-		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}
-		s.eventLocked(ref, corev1.EventTypeWarning, "UnlabelledCards", "CardModel", msg)
-	}
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}
+	s.reportLocked(ref, "UnlabelledCards", "CardModel", unlabelledMessage(node.Name, detected.Unlabelled))
 }
 
 // OnNodeGone forgets a node; pods still on it keep their charge.
@@ -349,14 +344,19 @@ func (s *State) OnNodeGone(node *corev1.Node) {
 	delete(s.reported, "Node/"+node.Name)
 }
 
-// reportLocked records the problem last seen with an object and tells
-// whether it is a new one to report ("" is no problem).
-func (s *State) reportLocked(key, msg string) bool {
+// reportLocked records the problem last seen with an object ("" is none)
+// and, when it is a new one, tells an operator with a warning event: an
+// object updated all the time (a Queue's status, a node's heartbeat) is not
+// reported each time.
+func (s *State) reportLocked(ref *corev1.ObjectReference, reason, action, msg string) {
+	key := ref.Kind + "/" + ref.Name
 	changed := s.reported[key] != msg
 	if msg == "" {
 		delete(s.reported, key)
 	} else {
 		s.reported[key] = msg
 	}
-	return changed && msg != ""
+	if changed && msg != "" {
+		s.eventLocked(ref, corev1.EventTypeWarning, reason, action, msg)
+	}
 }

@@ -83,58 +83,39 @@ func TestMinMemberLowered(t *testing.T) {
 	holdBoundCounts(t, ns, map[string]int{"a": 2}, holdWindow)
 }
 
-// TestMembersDeletedBelowMin: when a gang loses members below its minMember
-// while others wait at Permit, they give back their nodes at once (they
-// cannot complete) and the gang behind goes ahead; the gang binds nothing.
-func TestMembersDeletedBelowMin(t *testing.T) {
-	ns := createGPUNamespace(t, "gang-shrunk")
-	createNodes(t, gpuNodes("shrunk", 1, 4)...)
-	startScheduler(t)
-
-	createGatedGang(t, ns, "a", 3)
-	createPodGroup(t, ns, "b", 2)
-	createPods(t, gangPods(ns, "b", 2, 1)...)
-	waitParked(t, ns, "b")
-
-	deletePod(t, ns, "a-2") // the gated member: a now has 2 of its min 3
-	waitBoundWithin(t, promptly, ns, "b-0", "b-1")
-	holdBoundCounts(t, ns, map[string]int{"b": 2}, holdWindow)
-}
-
-// TestWaitingMemberDeleted: a member waiting at Permit deleted gives back
-// the gang's reservations at once; the gang behind goes ahead.
-func TestWaitingMemberDeleted(t *testing.T) {
-	ns := createGPUNamespace(t, "gang-waitdel")
-	createNodes(t, gpuNodes("waitdel", 1, 4)...)
-	startScheduler(t)
-
-	createGatedGang(t, ns, "a", 3)
-	createPodGroup(t, ns, "b", 2)
-	createPods(t, gangPods(ns, "b", 2, 1)...)
-	waitParked(t, ns, "b")
-
-	deletePod(t, ns, "a-0")
-	waitBoundWithin(t, promptly, ns, "b-0", "b-1")
-	holdBoundCounts(t, ns, map[string]int{"b": 2}, holdWindow)
-}
-
-// TestPodGroupDeletedMidAssembly: a PodGroup deleted while its members wait
-// at Permit binds none of them one by one, and the gang behind goes ahead.
-func TestPodGroupDeletedMidAssembly(t *testing.T) {
-	ns := createGPUNamespace(t, "gang-pgdel")
-	createNodes(t, gpuNodes("pgdel", 1, 4)...)
-	startScheduler(t)
-
-	createGatedGang(t, ns, "a", 3)
-	createPodGroup(t, ns, "b", 2)
-	createPods(t, gangPods(ns, "b", 2, 1)...)
-	waitParked(t, ns, "b")
-
-	if err := podGroups().SchedulingV1alpha1().PodGroups(ns).Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+// TestGangBeingPlacedChanges: gang a has two members waiting at Permit for
+// its gated third, and gang b is parked behind it. When a can no longer
+// complete, its waiting members give back their nodes at once (not when
+// their Permit wait runs out), a binds nothing alone, and b goes ahead.
+func TestGangBeingPlacedChanges(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(t *testing.T, ns string)
+	}{
+		{"members deleted below min", func(t *testing.T, ns string) { deletePod(t, ns, "a-2") }},
+		{"a waiting member deleted", func(t *testing.T, ns string) { deletePod(t, ns, "a-0") }},
+		{"its PodGroup deleted", func(t *testing.T, ns string) {
+			if err := podGroups().SchedulingV1alpha1().PodGroups(ns).Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
-	waitBoundWithin(t, promptly, ns, "b-0", "b-1")
-	holdBoundCounts(t, ns, map[string]int{"b": 2}, holdWindow)
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := createGPUNamespace(t, fmt.Sprintf("gang-change-%d", i))
+			createNodes(t, gpuNodes(fmt.Sprintf("change-%d", i), 1, 4)...)
+			startScheduler(t)
+
+			createGatedGang(t, ns, "a", 3)
+			createPodGroup(t, ns, "b", 2)
+			createPods(t, gangPods(ns, "b", 2, 1)...)
+			waitParked(t, ns, "b")
+
+			tc.change(t, ns)
+			waitBoundWithin(t, promptly, ns, "b-0", "b-1")
+			holdBoundCounts(t, ns, map[string]int{"b": 2}, holdWindow)
+		})
+	}
 }
 
 // TestGangSplitAcrossQueuesOrSchedulers: a gang whose pods resolve to

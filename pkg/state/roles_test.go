@@ -1,0 +1,138 @@
+package state
+
+import (
+	"math/rand"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/workload"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// TestSemiPreemptibleRoles: a semi-preemptible gang's min members, by rank
+// (oldest placed first), are charged non-preemptible and the rest elastic
+// and preemptible, whatever order they were placed in; a state rebuilt
+// from the API alone (a restart) charges them the same; and roles follow
+// members leaving and minMember changing (SPEC §1.2, §3.1, §3.5, §5.2).
+func TestSemiPreemptibleRoles(t *testing.T) {
+	s, _ := newTestState()
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
+	s.OnPodGroup(podGroup("g", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.SemiPreemptible}))
+	pods := []*corev1.Pod{member("g", 0), member("g", 1), member("g", 2), member("g", 3)}
+	for _, p := range pods {
+		s.OnPod(p)
+	}
+	steps := []struct {
+		place int
+		want  [3]int64
+	}{
+		{3, [3]int64{1, 1, 0}}, // below min: a min member
+		{2, [3]int64{2, 2, 0}},
+		{0, [3]int64{3, 2, 1}}, // ranks before 3, which turns elastic
+		{1, [3]int64{4, 2, 2}}, // ranks before 2, which turns elastic
+	}
+	for _, st := range steps {
+		if status := s.Reserve(pods[st.place], "n"); status != nil {
+			t.Fatal(status)
+		}
+		if got := roles(s); got != st.want {
+			t.Errorf("after placing pod %d: allocated, non-preemptible, elastic = %v, want %v", st.place, got, st.want)
+		}
+	}
+
+	// A restart: the same pods as the API shows them, in another order.
+	rebuilt, _ := newTestState()
+	rebuilt.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
+	rebuilt.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	for _, i := range rand.New(rand.NewSource(1)).Perm(len(pods)) {
+		rebuilt.OnPod(bound(pods[i], "n"))
+	}
+	rebuilt.OnPodGroup(podGroup("g", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.SemiPreemptible}))
+	if got, want := roles(rebuilt), roles(s); got != want {
+		t.Errorf("after a restart: %v, before it: %v", got, want)
+	}
+
+	s.OnPodGone(pods[0]) // a min member leaves: the oldest elastic pod takes its place
+	if got, want := roles(s), [3]int64{3, 2, 1}; got != want {
+		t.Errorf("after a min member left: %v, want %v", got, want)
+	}
+	s.OnPodGroup(podGroup("g", 3, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.SemiPreemptible}))
+	if got, want := roles(s), [3]int64{3, 3, 0}; got != want {
+		t.Errorf("after minMember rose to 3: %v, want %v", got, want)
+	}
+}
+
+// TestCandidate: what PreFilter judges a pod by is what Reserve charges.
+func TestCandidate(t *testing.T) {
+	s, _ := newTestState()
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
+	s.OnPodGroup(podGroup("g", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.SemiPreemptible}))
+	pods := []*corev1.Pod{member("g", 0), member("g", 1), member("g", 2)}
+	for _, p := range pods {
+		s.OnPod(p)
+	}
+	if c := s.Candidate(pods[2]); !c.NonPreemptible || c.Displaced != nil {
+		t.Errorf("first pod of a semi-preemptible gang: %+v, want non-preemptible", c)
+	}
+	s.Reserve(pods[1], "n")
+	s.Reserve(pods[2], "n")
+	c := s.Candidate(pods[0])
+	if !c.NonPreemptible || c.Displaced == nil || c.Displaced.Cards[h200] != 1 {
+		t.Errorf("an older pod of a gang at min: %+v, want non-preemptible, displacing one card's min member", c)
+	}
+	s.Reserve(pods[0], "n")
+	if got := roles(s); got[1] != 2 {
+		t.Errorf("after Reserve, non-preemptible = %d, want 2 as Candidate said", got[1])
+	}
+	if c := s.Candidate(member("g", 3)); c.NonPreemptible {
+		t.Errorf("a younger pod of a gang at min: %+v, want elastic (preemptible)", c)
+	}
+}
+
+// TestOwnerLabelReclassifies: a pod seen before its ReplicaSet and
+// Deployment (as after a restart) is classified by the Deployment's
+// preemptibility label once they arrive, and again when it changes, so its
+// charge does not depend on the order informers deliver (SPEC §5.1).
+func TestOwnerLabelReclassifies(t *testing.T) {
+	s, _ := newTestState()
+	rsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	depIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	s.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(rsIndexer), Deployments: appslisters.NewDeploymentLister(depIndexer)}
+	h := s.ownerHandler()
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "dep",
+		Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
+	pod := builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
+	pod.UID = "pod"
+	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
+	s.OnPod(bound(pod, "n"))
+	if got := s.Cards("q")[h200].NonPreemptible; got != 0 {
+		t.Fatalf("before its owners arrived (priority 0): non-preemptible %d, want 0", got)
+	}
+	_ = rsIndexer.Add(rs)
+	h.OnAdd(rs, false)
+	_ = depIndexer.Add(dep)
+	h.OnAdd(dep, false)
+	if got := s.Cards("q")[h200].NonPreemptible; got != 1 {
+		t.Errorf("after its Deployment arrived: non-preemptible %d, want 1", got)
+	}
+	relabelled := dep.DeepCopy()
+	relabelled.Labels[v1alpha1.PreemptibilityLabel] = v1alpha1.Preemptible
+	_ = depIndexer.Update(relabelled)
+	h.OnUpdate(dep, relabelled)
+	if got := s.Cards("q")[h200].NonPreemptible; got != 0 {
+		t.Errorf("after its Deployment was relabelled preemptible: non-preemptible %d, want 0", got)
+	}
+}
