@@ -171,13 +171,19 @@ func (n Node) PodCards(pod *corev1.Pod) map[string]int64 {
 	if len(n.products) == 0 {
 		return nil
 	}
+	return n.Charge(CardRequests(pod, func(r corev1.ResourceName) bool { return n.ModelOf(r) != "" }))
+}
+
+// Charge is what requests of card resources (CardRequests) are charged on
+// this node, in cards per model, as PodCards charges the pod that makes them.
+func (n Node) Charge(requests map[corev1.ResourceName]int64) map[string]int64 {
 	var out map[string]int64
-	for r, q := range CardRequests(pod, func(r corev1.ResourceName) bool { return n.ModelOf(r) != "" }) {
-		if q > 0 {
+	for r, q := range requests {
+		if model := n.ModelOf(r); model != "" && q > 0 {
 			if out == nil {
 				out = map[string]int64{}
 			}
-			out[n.ModelOf(r)] += q
+			out[model] += q
 		}
 	}
 	return out

@@ -44,9 +44,16 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 	s.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
 	s.nodeReads.Store(node.Name, detected)
 	s.capacity.Add(alloc)
+	var learned []corev1.ResourceName
 	for _, c := range detected.Cards {
 		s.addCardCapacityLocked(c.Model, c.Count)
+		if !s.isCardResourceLocked(c.Resource) {
+			learned = append(learned, c.Resource)
+		}
 		s.cardResources[c.Resource] = true
+	}
+	if len(learned) > 0 {
+		s.learnedCardResourcesLocked(learned)
 	}
 	for _, e := range s.podsOn[node.Name] {
 		s.chargeLocked(e, -1)
@@ -56,6 +63,22 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 	s.modelsChangedLocked()
 	s.notifyLocked()
 	return detected, true
+}
+
+// learnedCardResourcesLocked derives anew the facts of pods that request a
+// resource first seen as cards (a vendor's accelerator with a product
+// label): they now use cards (SPEC §1.4), whenever the node arrived. A new
+// kind of card is rare, so the pass over all pods is too.
+func (s *State) learnedCardResourcesLocked(resources []corev1.ResourceName) {
+	for _, e := range s.pods {
+		req := quota.PodRequests(e.pod)
+		for _, r := range resources {
+			if _, asks := req[r]; asks {
+				s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+				break
+			}
+		}
+	}
 }
 
 // deleteNodeLocked forgets a node. Pods still placed on it keep their

@@ -281,7 +281,7 @@ func (s *State) unindexNodeLocked(e *podEntry) {
 // under it) keeps what it was charged until it goes: nothing charged is lost.
 func (s *State) podCardsLocked(e *podEntry) map[string]int64 {
 	if n := s.nodes[e.node]; n != nil {
-		return n.models.PodCards(e.pod)
+		return n.models.Charge(e.CardRequests)
 	}
 	return e.cards
 }

@@ -196,3 +196,24 @@ func TestUnlabelledMessage(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestCardResourceLearnedLate: a pod asking for a vendor's accelerator that
+// only a node's product label makes a card is charged cards of its model,
+// whether the node arrived before the pod or after (a restart).
+func TestCardResourceLearnedLate(t *testing.T) {
+	const tpu = corev1.ResourceName("example.com/tpu")
+	node := builder.MakeNode("n").Res(tpu, "4").Label("example.com/tpu.product", "TPU-v5").Obj()
+	pod := builder.MakePod("ns", "p").Label(v1alpha1.QueueLabel, "q").Extended(tpu, 2).Obj()
+	pod.UID = "p"
+	for name, feed := range map[string]func(s *State){
+		"node first": func(s *State) { s.OnNode(node); s.OnPod(bound(pod, "n")) },
+		"pod first":  func(s *State) { s.OnPod(bound(pod, "n")); s.OnNode(node) },
+	} {
+		s, _ := newTestState()
+		s.OnQueue(builder.MakeQueue("q").Card("TPU-v5", 4, 4).Obj())
+		feed(s)
+		if got := s.Cards("q")["TPU-v5"].Allocated; got != 2 {
+			t.Errorf("%s: TPU-v5 allocated %d, want 2", name, got)
+		}
+	}
+}
