@@ -36,7 +36,17 @@ func (s *State) ownerHandler() cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { changed(obj) },
+		AddFunc: func(obj any) {
+			o, _, has := label(obj)
+			switch {
+			case has:
+				s.ownerChanged(o)
+			case o != nil && metav1.GetControllerOfNoCopy(o) != nil:
+				// A ReplicaSet or Job seen after its pods: they may now
+				// reach a top-level owner with the label.
+				s.controllerSeen(o.GetUID())
+			}
+		},
 		DeleteFunc: changed,
 		UpdateFunc: func(oldObj, newObj any) {
 			_, before, had := label(oldObj)
@@ -78,6 +88,19 @@ func (s *State) ownerChanged(owner metav1.Object) {
 			e.owner = s.kube.owners.Labels(e.pod)
 			s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 		}
+	}
+}
+
+// controllerSeen classifies anew the pods a controller that is itself
+// controlled (a ReplicaSet, a Job) controls, when it is first seen: a pod
+// seen before it could not reach its top-level owner. It costs a map
+// lookup when the controller has no pods yet, as when it is just created.
+func (s *State) controllerSeen(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.podsByController[uid] {
+		e.owner = s.kube.owners.Labels(e.pod)
+		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}
 }
 

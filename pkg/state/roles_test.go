@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -98,41 +99,51 @@ func TestCandidate(t *testing.T) {
 }
 
 // TestOwnerLabelReclassifies: a pod seen before its ReplicaSet and
-// Deployment (as after a restart) is classified by the Deployment's
-// preemptibility label once they arrive, and again when it changes, so its
-// charge does not depend on the order informers deliver (SPEC §5.1).
+// Deployment (as after a restart, or when the pod informer is ahead) is
+// classified by the Deployment's preemptibility label once both arrive, in
+// either order, and again when the label changes, so its charge does not
+// depend on the order informers deliver (SPEC §5.1).
 func TestOwnerLabelReclassifies(t *testing.T) {
-	s, _ := newTestState()
-	rsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	depIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	s.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(rsIndexer), Deployments: appslisters.NewDeploymentLister(depIndexer)}
-	h := s.ownerHandler()
-	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
-	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	for _, rsFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ReplicaSet first: %v", rsFirst), func(t *testing.T) {
+			s, _ := newTestState()
+			rsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+			depIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+			s.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(rsIndexer), Deployments: appslisters.NewDeploymentLister(depIndexer)}
+			h := s.ownerHandler()
+			s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
+			s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
 
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "dep",
-		Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}}}
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs",
-		OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
-	pod := builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
-	pod.UID = "pod"
-	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
-	s.OnPod(bound(pod, "n"))
-	if got := s.Cards("q")[h200].NonPreemptible; got != 0 {
-		t.Fatalf("before its owners arrived (priority 0): non-preemptible %d, want 0", got)
-	}
-	_ = rsIndexer.Add(rs)
-	h.OnAdd(rs, false)
-	_ = depIndexer.Add(dep)
-	h.OnAdd(dep, false)
-	if got := s.Cards("q")[h200].NonPreemptible; got != 1 {
-		t.Errorf("after its Deployment arrived: non-preemptible %d, want 1", got)
-	}
-	relabelled := dep.DeepCopy()
-	relabelled.Labels[v1alpha1.PreemptibilityLabel] = v1alpha1.Preemptible
-	_ = depIndexer.Update(relabelled)
-	h.OnUpdate(dep, relabelled)
-	if got := s.Cards("q")[h200].NonPreemptible; got != 0 {
-		t.Errorf("after its Deployment was relabelled preemptible: non-preemptible %d, want 0", got)
+			dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "dep",
+				Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}}}
+			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs",
+				OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
+			pod := builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
+			pod.UID = "pod"
+			pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
+			s.OnPod(bound(pod, "n"))
+			if got := s.Cards("q")[h200].NonPreemptible; got != 0 {
+				t.Fatalf("before its owners arrived (priority 0): non-preemptible %d, want 0", got)
+			}
+			addRS := func() { _ = rsIndexer.Add(rs); h.OnAdd(rs, false) }
+			addDep := func() { _ = depIndexer.Add(dep); h.OnAdd(dep, false) }
+			if rsFirst {
+				addRS()
+				addDep()
+			} else {
+				addDep()
+				addRS()
+			}
+			if got := s.Cards("q")[h200].NonPreemptible; got != 1 {
+				t.Errorf("after its owners arrived: non-preemptible %d, want 1", got)
+			}
+			relabelled := dep.DeepCopy()
+			relabelled.Labels[v1alpha1.PreemptibilityLabel] = v1alpha1.Preemptible
+			_ = depIndexer.Update(relabelled)
+			h.OnUpdate(dep, relabelled)
+			if got := s.Cards("q")[h200].NonPreemptible; got != 0 {
+				t.Errorf("after its Deployment was relabelled preemptible: non-preemptible %d, want 0", got)
+			}
+		})
 	}
 }
