@@ -372,6 +372,7 @@ func (s *State) tick() {
 	if s.clock.Since(s.lastGangWake) >= backstop {
 		s.wakeNextGangLocked()
 	}
+	s.expirePreemptionsLocked()
 	s.wakeElasticLocked()
 	if synced && len(s.deferred) > 0 {
 		s.activateLocked(maps.Values(s.deferred))

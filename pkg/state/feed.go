@@ -93,7 +93,7 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 		{queueFactory.Scheduling().V1alpha1().Queues().Informer(), eventhandler.For(nil, s.OnQueue, s.OnQueueGone)},
 		{kube.Core().V1().Namespaces().Informer(), eventhandler.For(nil, s.OnNamespace, s.onNamespaceGone)},
 		{kube.Core().V1().Nodes().Informer(), eventhandler.For(nil, s.OnNode, s.OnNodeGone)},
-		{kube.Core().V1().Pods().Informer(), eventhandler.For(nil, s.OnPod, s.OnPodGone)},
+		{kube.Core().V1().Pods().Informer(), eventhandler.For(nil, s.OnPod, s.OnPodDeleted)},
 		// Top-level owners whose label sets their pods' preemptibility.
 		{kube.Apps().V1().ReplicaSets().Informer(), s.ownerHandler()},
 		{kube.Apps().V1().Deployments().Informer(), s.ownerHandler()},
@@ -197,6 +197,16 @@ func (s *State) OnPod(pod *corev1.Pod) {
 	defer s.mu.Unlock()
 	owner := func() map[string]string { return s.kube.owners.Labels(pod) }
 	s.upsertPodLocked(pod, owner)
+}
+
+// OnPodDeleted forgets a deleted pod; a victim of a preemption under way is
+// gone for good, so its room is free for the preemptor.
+func (s *State) OnPodDeleted(pod *corev1.Pod) {
+	s.mu.Lock()
+	s.victimGoneLocked(pod.UID)
+	s.claimDoneLocked(pod.UID)
+	s.mu.Unlock()
+	s.OnPodGone(pod)
 }
 
 // OnPodGone forgets a deleted or finished pod. A gang that loses members

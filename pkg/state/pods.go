@@ -178,6 +178,8 @@ func (s *State) removePodLocked(uid types.UID) {
 	}
 	s.chargeLocked(e, -1)
 	s.forgetWaitLocked(e)
+	s.victimGoneLocked(uid)
+	s.claimDoneLocked(uid)
 	if e.placed() {
 		s.unindexNodeLocked(e)
 		if g := s.gangs[e.Gang]; g != nil {
@@ -220,6 +222,7 @@ func (s *State) indexLocked(e *podEntry) {
 // pending to allocated, in resources and in cards of node's models.
 func (s *State) placeLocked(e *podEntry, node string, bound bool) {
 	s.forgetWaitLocked(e)
+	s.useClaimLocked(e.pod, node)
 	s.chargeLocked(e, -1)
 	e.node, e.bound = node, bound
 	e.cards = s.podCardsLocked(e)
@@ -244,6 +247,9 @@ func (s *State) unplaceLocked(e *podEntry) {
 	if !e.placed() {
 		return
 	}
+	// A victim rejected at Permit or in PreBind, or finished, frees its room
+	// as one deleted does.
+	s.victimGoneLocked(e.pod.UID)
 	s.chargeLocked(e, -1)
 	s.unindexNodeLocked(e)
 	g := s.gangs[e.Gang]
@@ -320,6 +326,11 @@ func (s *State) chargeLocked(e *podEntry, sign int64) {
 		}
 		s.notifyLocked()
 		return
+	}
+	if sign > 0 {
+		q.placed[e.pod.UID] = e
+	} else {
+		delete(q.placed, e.pod.UID)
 	}
 	nonPreemptible := e.nonPreemptible()
 	add(q.allocated)

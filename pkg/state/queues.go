@@ -2,6 +2,7 @@ package state
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
@@ -40,6 +41,8 @@ type queueEntry struct {
 	// pendingCardsAny is what pending pods that name no model ask for, by resource.
 	pendingCardsAny map[corev1.ResourceName]int64
 	cards           map[string]*CardUsage
+	// placed are the queue's placed pods, by UID: preemption's victims.
+	placed map[types.UID]*podEntry
 }
 
 func (s *State) queueLocked(name string) *queueEntry {
@@ -47,7 +50,7 @@ func (s *State) queueLocked(name string) *queueEntry {
 	if q == nil {
 		q = &queueEntry{
 			allocated: quota.Resources{}, nonPreemptible: quota.Resources{}, elastic: quota.Resources{}, pending: quota.Resources{},
-			pendingCardsAny: map[corev1.ResourceName]int64{}, cards: map[string]*CardUsage{},
+			pendingCardsAny: map[corev1.ResourceName]int64{}, cards: map[string]*CardUsage{}, placed: map[types.UID]*podEntry{},
 		}
 		s.queues[name] = q
 	}
@@ -68,7 +71,7 @@ func (q *queueEntry) card(model string) *CardUsage {
 // every name ever seen.
 func (s *State) dropQueueIfUnusedLocked(name string) {
 	if q := s.queues[name]; q != nil && q.spec == nil && len(q.allocated) == 0 && len(q.pending) == 0 &&
-		len(q.pendingCardsAny) == 0 && len(q.cards) == 0 {
+		len(q.pendingCardsAny) == 0 && len(q.cards) == 0 && len(q.placed) == 0 {
 		delete(s.queues, name)
 		s.notifyLocked()
 	}
@@ -221,4 +224,16 @@ func (s *State) QueueStatuses() []QueueStatus {
 		}
 	}
 	return out
+}
+
+// Capacity is what the cluster's nodes have allocatable, per resource and
+// in cards of each model.
+func (s *State) Capacity() (quota.Resources, map[string]int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	cards := make(map[string]int64, len(s.cardCapacity))
+	for m, n := range s.cardCapacity {
+		cards[m] = n
+	}
+	return s.capacity.Clone(), cards
 }

@@ -112,6 +112,11 @@ type State struct {
 	// waitingModels the card pods among them (waits.go).
 	waitingRoom   map[string]map[types.UID]*corev1.Pod
 	waitingModels map[types.UID]*corev1.Pod
+	// preemptions under way, by preemptor key; victimOf and claimOf index
+	// their victims and the members room is kept for (preempt.go).
+	preemptions map[string]*preemption
+	victimOf    map[types.UID]string
+	claimOf     map[types.UID]string
 	// reported are the last problems reported per object (Queue and node
 	// events), so an object updated all the time is not reported each time.
 	reported map[string]string
@@ -123,6 +128,9 @@ type State struct {
 	// nodeReads mirrors each node's card models for Filter and Score, which
 	// read them for every node from parallel goroutines without the lock.
 	nodeReads sync.Map
+	// claimReads mirrors the room kept on each node for preemptors
+	// (preempt.go), for Filter to read without the lock.
+	claimReads sync.Map
 	// gangCreated is when each gang's PodGroup was first seen created, for
 	// the queue order: read without the lock, set once per gang.
 	gangCreated sync.Map
@@ -134,6 +142,8 @@ type State struct {
 	attachOnce sync.Once
 	attachErr  error
 	attached   atomic.Bool
+	// preemption: CardinalPreemption runs in the profile (preempt.go).
+	preemption atomic.Bool
 	kube       kubeAccess
 	sources    []func() bool
 	synced     atomic.Bool
@@ -171,6 +181,9 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		waitingRoom:      map[string]map[types.UID]*corev1.Pod{},
 		waitingModels:    map[types.UID]*corev1.Pod{},
 		reported:         map[string]string{},
+		preemptions:      map[string]*preemption{},
+		victimOf:         map[types.UID]string{},
+		claimOf:          map[types.UID]string{},
 		changed:          make(chan struct{}, 1),
 	}
 	s.out = newOutbox()

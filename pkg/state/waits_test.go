@@ -1,6 +1,7 @@
 package state
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -55,5 +56,17 @@ func TestWaitersWokenWhenTheStateHasTheChange(t *testing.T) {
 	s.Reserve(waiting, "n")
 	if got := wokenBy(func() {}); len(got) != 0 {
 		t.Errorf("nothing changed, woke %v", got)
+	}
+}
+
+// TestNewStateIsReady: every map of a new state is made, so the first
+// event of any kind can be recorded.
+func TestNewStateIsReady(t *testing.T) {
+	s, _ := newTestState()
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Map && f.IsNil() {
+			t.Errorf("State.%s is a nil map", v.Type().Field(i).Name)
+		}
 	}
 }

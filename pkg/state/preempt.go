@@ -1,0 +1,410 @@
+package state
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/workload"
+)
+
+// What preemption (pkg/preemption) reads of the state, and what it records
+// in it: the pods a starving pod makes room for, the placed pods it may
+// evict, and, once it has evicted, the room kept for the preemptor while
+// its victims terminate (SPEC §5.8).
+
+// Preemptor is what a starving pod's preemption makes room for.
+type Preemptor struct {
+	// Key names the preemptor: its gang, or the pod for a pod without one.
+	Key   string
+	Gang  gang.Key
+	Queue string
+	// Priority is the pod's; Pods are the members to place, the pod first,
+	// then the gang's other members that are not placed, in rank order.
+	Priority int32
+	Pods     []*corev1.Pod
+	// Missing is how many of Pods the plan must place: the rest of the
+	// gang's min, 1 for a pod without a gang.
+	Missing int
+}
+
+// PreemptorOf says what pod's preemption must make room for, or, as
+// reason, why it must not preempt: an elastic pod never does (SPEC §2.4),
+// nor a pod that waits for another gang rather than for room, nor a gang
+// whose room is being freed by an earlier preemption (SPEC §5.8), which
+// waiting says.
+func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waiting bool) {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+		return p, "its preemptionPolicy is Never", false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.pods[pod.UID]
+	if e == nil {
+		return p, "it is unknown to Cardinal", false
+	}
+	p = Preemptor{Key: PreemptorKeyOf(pod), Gang: e.Gang, Queue: e.Queue, Priority: e.Priority, Pods: []*corev1.Pod{pod}, Missing: 1}
+	if ongoing := s.preemptions[p.Key]; ongoing != nil {
+		if n := ongoing.victims.Len(); n > 0 {
+			return p, fmt.Sprintf("%d pods evicted for it are still terminating; their room is kept for it", n), true
+		}
+		return p, "the room made for it is kept while its members are placed", true
+	}
+	if e.Gang == "" {
+		return p, "", false
+	}
+	if _, parked := s.parkedElastic[pod.UID]; parked {
+		return p, "it is an elastic pod: elastic pods never preempt", false
+	}
+	if _, parked := s.parkedGangs[e.Gang][pod.UID]; parked {
+		return p, "it waits for another gang to be placed, not for room", false
+	}
+	g := s.gangs[e.Gang]
+	if g == nil || g.group == nil || len(g.members) < g.min() {
+		return p, "its gang is not complete", false
+	}
+	if len(g.held) > 0 || s.clock.Now().Before(g.backoffUntil) {
+		return p, "its gang is held or backing off", false
+	}
+	p.Missing = g.min() - len(g.placed)
+	if p.Missing <= 0 {
+		return p, "it is an elastic pod: elastic pods never preempt", false
+	}
+	others := make([]*podEntry, 0, len(g.members))
+	for _, m := range g.members {
+		if !m.placed() && m.pod.UID != pod.UID {
+			others = append(others, m)
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return gang.Less(others[i].pod, others[j].pod) })
+	for _, m := range others {
+		p.Pods = append(p.Pods, m.pod)
+	}
+	if len(p.Pods) < p.Missing {
+		return p, "its gang has fewer pods left to place than its min needs", false
+	}
+	return p, "", false
+}
+
+// PreemptionUnderWay tells whether room is being made for pod's gang (or
+// for pod): victims terminating, or room kept while its members are placed.
+func (s *State) PreemptionUnderWay(pod *corev1.Pod) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.preemptions[PreemptorKeyOf(pod)] != nil
+}
+
+// Placed is a placed pod as preemption sees it: a possible victim.
+type Placed struct {
+	Pod            *corev1.Pod
+	Node           string
+	Queue          string
+	Gang           gang.Key
+	Priority       int32
+	Preemptibility workload.Preemptibility
+	// Elastic: placed beyond its gang's min, by rank (pkg/gang).
+	Elastic bool
+	// Rank is its place among its gang's placed pods, 0 the oldest.
+	Rank int
+	// Bound is false for a pod this scheduler reserved and has not bound.
+	Bound   bool
+	Request quota.Resources
+	Cards   map[string]int64
+}
+
+// PlacedIn lists the placed pods of queues, in O(their placed pods).
+func (s *State) PlacedIn(queues ...string) []Placed {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Placed
+	for _, name := range queues {
+		q := s.queues[name]
+		if q == nil {
+			continue
+		}
+		for _, e := range q.placed {
+			if _, victim := s.victimOf[e.pod.UID]; victim {
+				continue // already being evicted
+			}
+			p := Placed{
+				Pod: e.pod, Node: e.node, Queue: e.Queue, Gang: e.Gang, Priority: e.Priority,
+				Preemptibility: e.Preemptibility, Elastic: e.elastic, Bound: e.bound, Request: e.Request, Cards: e.cards,
+			}
+			if g := s.gangs[e.Gang]; g != nil {
+				p.Rank = slices.Index(g.placed, e)
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Queues lists every queue the state knows, existing or not.
+func (s *State) Queues() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Sorted(maps.Keys(s.queues))
+}
+
+// preemption is an eviction under way for a preemptor: its victims, until
+// they are gone, and the room kept on nodes for its members until they are
+// placed.
+type preemption struct {
+	key     string
+	victims sets.Set[types.UID]
+	// claims are, per member, the node its room is kept on.
+	claims map[types.UID]Claim
+	// members are the preemptor's pods, woken when the victims are gone.
+	members []*corev1.Pod
+	started time.Time
+	// gone is when the last victim went; zero while one remains.
+	gone time.Time
+}
+
+// Claim is room kept on a node for a preemptor's member (SPEC §5.8): other
+// pods may not take it while the member waits for its victims to go.
+type Claim struct {
+	// Key is the preemptor's (Preemptor.Key); its own pods may use the room.
+	Key     string
+	Pod     types.UID
+	Node    string
+	Request quota.Resources
+}
+
+// claimTTL bounds how long room stays kept for a preemptor whose victims
+// do not go, and claimSettle how long after they went for members that
+// are not placed: a preemptor whose room was taken or that never comes
+// back neither keeps it for ever nor is kept from preempting again.
+const (
+	claimTTL    = 5 * time.Minute
+	claimSettle = 30 * time.Second
+)
+
+// Preempted records that victims are being evicted for p's members, which
+// are nominated on nodes: their room is kept on those nodes (ClaimsOn)
+// until they are placed, and no second round starts for p while a victim
+// remains. When the last victim is gone the members are woken.
+func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev1.Pod]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.preemptions[p.Key]; old != nil {
+		s.endPreemptionLocked(old)
+	}
+	pr := &preemption{key: p.Key, victims: sets.New(victims...), claims: map[types.UID]Claim{}, started: s.clock.Now()}
+	for _, uid := range victims {
+		s.victimOf[uid] = p.Key
+	}
+	touched := sets.New[string]()
+	for pod, node := range nominated {
+		pr.members = append(pr.members, pod)
+		e := s.pods[pod.UID]
+		if e == nil {
+			continue
+		}
+		c := Claim{Key: p.Key, Pod: pod.UID, Node: node, Request: e.Request}
+		pr.claims[pod.UID] = c
+		s.claimOf[pod.UID] = p.Key
+		touched.Insert(node)
+	}
+	s.preemptions[p.Key] = pr
+	for node := range touched {
+		s.refreshClaimsLocked(node)
+	}
+}
+
+// victimGoneLocked notes that a victim is deleted; the last one wakes its
+// preemptor's members.
+func (s *State) victimGoneLocked(uid types.UID) {
+	key, ok := s.victimOf[uid]
+	if !ok {
+		return
+	}
+	delete(s.victimOf, uid)
+	pr := s.preemptions[key]
+	if pr == nil {
+		return
+	}
+	pr.victims.Delete(uid)
+	if pr.victims.Len() == 0 {
+		pr.gone = s.clock.Now()
+		s.activateLocked(slices.Values(pr.members))
+		if len(pr.claims) == 0 {
+			delete(s.preemptions, key)
+		}
+	}
+}
+
+// useClaimLocked notes that pod is placed on node: its own claim is done,
+// or, for another pod of the same preemptor (any pod of a gang may be one
+// of its min), a claim of the preemptor's on that node, whose room it took.
+func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
+	if _, ok := s.claimOf[pod.UID]; ok {
+		s.claimDoneLocked(pod.UID)
+		return
+	}
+	pr := s.preemptions[PreemptorKeyOf(pod)]
+	if pr == nil {
+		return
+	}
+	for uid, c := range pr.claims {
+		if c.Node == node {
+			s.claimDoneLocked(uid)
+			return
+		}
+	}
+}
+
+// claimDoneLocked drops a member's claim: it was placed, or it is gone.
+func (s *State) claimDoneLocked(uid types.UID) {
+	key, ok := s.claimOf[uid]
+	if !ok {
+		return
+	}
+	delete(s.claimOf, uid)
+	pr := s.preemptions[key]
+	if pr == nil {
+		return
+	}
+	c := pr.claims[uid]
+	delete(pr.claims, uid)
+	s.refreshClaimsLocked(c.Node)
+	if len(pr.claims) == 0 && pr.victims.Len() == 0 {
+		delete(s.preemptions, key)
+	}
+}
+
+func (s *State) endPreemptionLocked(pr *preemption) {
+	for uid := range pr.victims {
+		delete(s.victimOf, uid)
+	}
+	for uid := range pr.claims {
+		delete(s.claimOf, uid)
+	}
+	delete(s.preemptions, pr.key)
+	for _, c := range pr.claims {
+		s.refreshClaimsLocked(c.Node)
+	}
+}
+
+// expirePreemptionsLocked ends preemptions whose members have not come for
+// their room within claimSettle of their victims going, or claimTTL in
+// all, and wakes the members: they may preempt again.
+func (s *State) expirePreemptionsLocked() {
+	for _, pr := range s.preemptions {
+		if s.clock.Since(pr.started) > claimTTL || (!pr.gone.IsZero() && s.clock.Since(pr.gone) > claimSettle) {
+			s.endPreemptionLocked(pr)
+			s.activateLocked(slices.Values(pr.members))
+		}
+	}
+}
+
+// refreshClaimsLocked rebuilds a node's claims for lock-free reading.
+func (s *State) refreshClaimsLocked(node string) {
+	var claims []Claim
+	for _, pr := range s.preemptions {
+		for _, c := range pr.claims {
+			if c.Node == node {
+				claims = append(claims, c)
+			}
+		}
+	}
+	if len(claims) == 0 {
+		s.claimReads.Delete(node)
+		return
+	}
+	s.claimReads.Store(node, claims)
+}
+
+// ClaimsOn returns the room kept on a node for preemptors' members. It
+// takes no lock: Filter calls it for every node.
+func (s *State) ClaimsOn(node string) []Claim {
+	if v, ok := s.claimReads.Load(node); ok {
+		return v.([]Claim)
+	}
+	return nil
+}
+
+// PreemptorKeyOf is the key a pod's claims are kept under (Preemptor.Key).
+func PreemptorKeyOf(pod *corev1.Pod) string {
+	if k, ok := gang.Of(pod); ok {
+		return "gang " + string(k)
+	}
+	return "pod " + pod.Namespace + "/" + pod.Name
+}
+
+// simulationKey marks a CycleState that preemption made to try placements
+// (pkg/preemption): the plugins' PreFilter then only records what Filter
+// needs, and neither refuses on numbers Filter checks anyway (quota freed by
+// simulated victims shows only through RemovePod), nor parks pods, nor
+// changes the state.
+const simulationKey fwk.StateKey = "CardinalSimulation"
+
+type simulationMark struct{}
+
+func (simulationMark) Clone() fwk.StateData { return simulationMark{} }
+
+// MarkSimulation marks cs as a preemption simulation's.
+func MarkSimulation(cs fwk.CycleState) { cs.Write(simulationKey, simulationMark{}) }
+
+// Simulating tells whether cs is a preemption simulation's.
+func Simulating(cs fwk.CycleState) bool {
+	_, err := cs.Read(simulationKey)
+	return err == nil
+}
+
+// A gang that cannot place its min gives back what it holds and backs off
+// (CardinalGang's PostFilter), but not before preemption has tried to make
+// room for it: backing off, it could not preempt. In whichever order a
+// profile lists the two PostFilters, the failure comes last: CardinalGang,
+// running first, defers it to CardinalPreemption through the cycle state.
+const (
+	preemptionTriedKey fwk.StateKey = "CardinalPreemptionTried"
+	gangFailureKey     fwk.StateKey = "CardinalGangFailure"
+)
+
+type gangFailure struct {
+	gang   gang.Key
+	reason string
+}
+
+func (f gangFailure) Clone() fwk.StateData { return f }
+
+// EnablePreemption records that CardinalPreemption runs in the profile.
+func (s *State) EnablePreemption() { s.preemption.Store(true) }
+
+// PreemptionEnabled tells whether CardinalPreemption runs in the profile.
+func (s *State) PreemptionEnabled() bool { return s.preemption.Load() }
+
+// MarkPreemptionTried records in cs that preemption ran in this cycle.
+func MarkPreemptionTried(cs fwk.CycleState) { cs.Write(preemptionTriedKey, gangFailure{}) }
+
+// PreemptionTried tells whether preemption ran in this cycle.
+func PreemptionTried(cs fwk.CycleState) bool {
+	_, err := cs.Read(preemptionTriedKey)
+	return err == nil
+}
+
+// DeferGangFailure leaves a gang's failure, for reason, to preemption when
+// it cannot make room.
+func DeferGangFailure(cs fwk.CycleState, k gang.Key, reason string) {
+	cs.Write(gangFailureKey, gangFailure{gang: k, reason: reason})
+}
+
+// DeferredGangFailure is the failure DeferGangFailure left, if any.
+func DeferredGangFailure(cs fwk.CycleState) (k gang.Key, reason string, ok bool) {
+	d, err := cs.Read(gangFailureKey)
+	if err != nil {
+		return "", "", false
+	}
+	f := d.(gangFailure)
+	return f.gang, f.reason, true
+}

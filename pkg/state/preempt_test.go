@@ -1,0 +1,249 @@
+package state
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// TestPreemptorOf: who may preempt, for what, and why not (SPEC §2.4,
+// §5.8): a gang's pod makes room for the rest of its min, its other
+// members in rank order; elastic pods, PreemptNever pods, incomplete and
+// backing-off gangs do not preempt.
+func TestPreemptorOf(t *testing.T) {
+	never := corev1.PreemptNever
+	tests := []struct {
+		name string
+		// setup records pods in s and returns the pod asked about.
+		setup       func(s *State) *corev1.Pod
+		wantReason  string
+		wantMissing int
+		wantPods    []string
+	}{
+		{"a pod without a gang makes room for itself", func(s *State) *corev1.Pod {
+			p := builder.MakePod("ns", "single").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
+			p.UID = "single"
+			s.OnPod(p)
+			return p
+		}, "", 1, []string{"single"}},
+		{"preemptionPolicy Never", func(s *State) *corev1.Pod {
+			p := member("g", 0)
+			p.Spec.PreemptionPolicy = &never
+			return p
+		}, "its preemptionPolicy is Never", 0, nil},
+		{"a pod the state has not seen", func(s *State) *corev1.Pod { return member("g", 0) }, "it is unknown to Cardinal", 0, nil},
+		{"a gang below minMember pods", func(s *State) *corev1.Pod {
+			s.OnPodGroup(podGroup("g", 3, nil))
+			s.OnPod(member("g", 0))
+			s.OnPod(member("g", 1))
+			return member("g", 0)
+		}, "its gang is not complete", 0, nil},
+		{"a gang's whole min, the asking pod first, then by rank", func(s *State) *corev1.Pod {
+			s.OnPodGroup(podGroup("g", 3, nil))
+			for i := range 4 {
+				s.OnPod(member("g", i))
+			}
+			return member("g", 2)
+		}, "", 3, []string{"g-2", "g-0", "g-1", "g-3"}},
+		{"the rest of a gang's min", func(s *State) *corev1.Pod {
+			s.OnPodGroup(podGroup("g", 3, nil))
+			s.OnPod(bound(member("g", 0), "n"))
+			s.OnPod(member("g", 1))
+			s.OnPod(member("g", 2))
+			return member("g", 2)
+		}, "", 2, []string{"g-2", "g-1"}},
+		{"an elastic pod", func(s *State) *corev1.Pod {
+			s.OnPodGroup(podGroup("g", 1, nil))
+			s.OnPod(bound(member("g", 0), "n"))
+			s.OnPod(member("g", 1))
+			return member("g", 1)
+		}, "it is an elastic pod: elastic pods never preempt", 0, nil},
+		{"a gang backing off", func(s *State) *corev1.Pod {
+			s.OnPodGroup(podGroup("g", 2, nil))
+			s.OnPod(member("g", 0))
+			s.OnPod(member("g", 1))
+			s.FailGang("ns/g", "it did not fit")
+			return member("g", 0)
+		}, "its gang is held or backing off", 0, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newTestState()
+			s.OnQueue(builder.MakeQueue("q").Obj())
+			s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+			pod := tc.setup(s)
+			p, reason, waiting := s.PreemptorOf(pod)
+			if waiting {
+				t.Errorf("waiting, want not")
+			}
+			if !strings.Contains(reason, tc.wantReason) || (tc.wantReason == "") != (reason == "") {
+				t.Errorf("reason %q, want %q", reason, tc.wantReason)
+			}
+			if reason != "" {
+				return
+			}
+			var names []string
+			for _, m := range p.Pods {
+				names = append(names, m.Name)
+			}
+			if p.Missing != tc.wantMissing || !cmp.Equal(names, tc.wantPods) {
+				t.Errorf("missing %d of %v, want %d of %v", p.Missing, names, tc.wantMissing, tc.wantPods)
+			}
+		})
+	}
+}
+
+// TestPreemptionUnderWay: once a gang has evicted, no second round starts
+// while its victims terminate or its members take the room kept for them
+// (SPEC §5.8); the room is kept on the nominated nodes, victims are no
+// longer offered as victims, the last victim gone wakes the members, any
+// member placed on a kept node uses that room, and room not taken is let go
+// claimSettle after the victims went.
+func TestPreemptionUnderWay(t *testing.T) {
+	s, clk := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 2).Obj())
+	s.OnNode(builder.MakeNode("m").GPU(h200, 2).Obj())
+	low := []*corev1.Pod{bound(single("low-0"), "n"), bound(single("low-1"), "m"), bound(single("low-2"), "m")}
+	for _, p := range low {
+		s.OnPod(p)
+	}
+	s.OnPodGroup(podGroup("g", 2, nil))
+	g0, g1, g2 := member("g", 0), member("g", 1), member("g", 2)
+	for _, p := range []*corev1.Pod{g0, g1, g2} {
+		s.OnPod(p)
+	}
+	pre, reason, _ := s.PreemptorOf(g0)
+	if reason != "" {
+		t.Fatalf("g may not preempt: %s", reason)
+	}
+	s.Preempted(pre, []types.UID{"low-0", "low-1"}, map[*corev1.Pod]string{g0: "n", g1: "m"})
+	s.Flush(&fakeFramework{})
+
+	waitingFor := func(want string) {
+		t.Helper()
+		_, reason, waiting := s.PreemptorOf(g2)
+		if !waiting || !strings.Contains(reason, want) {
+			t.Errorf("PreemptorOf = %q, waiting %v; want waiting, %q", reason, waiting, want)
+		}
+	}
+	waitingFor("2 pods evicted for it are still terminating")
+	if !s.PreemptionUnderWay(g2) {
+		t.Error("no preemption under way for a pod of the gang")
+	}
+	if got := s.ClaimsOn("n"); len(got) != 1 || got[0].Pod != g0.UID || got[0].Key != "gang ns/g" {
+		t.Errorf("claims on n: %+v, want g-0's", got)
+	}
+	var offered []string
+	for _, p := range s.PlacedIn("q") {
+		offered = append(offered, p.Pod.Name)
+	}
+	if !cmp.Equal(offered, []string{"low-2"}) {
+		t.Errorf("placed pods offered as victims: %v, want only low-2", offered)
+	}
+
+	s.OnPodDeleted(low[0])
+	fw := &fakeFramework{}
+	s.Flush(fw)
+	if len(fw.activated) != 0 {
+		t.Errorf("one victim of two gone woke %v", fw.activated)
+	}
+	s.OnPodDeleted(low[1])
+	s.Flush(fw)
+	if want := []string{"ns/g-0", "ns/g-1"}; !cmp.Equal(fw.activated, want) {
+		t.Errorf("the last victim gone woke %v, want %v", fw.activated, want)
+	}
+	waitingFor("the room made for it is kept while its members are placed")
+
+	// g-2 takes the room kept on m for g-1: that claim is used.
+	if st := s.Reserve(g2, "m"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if got := s.ClaimsOn("m"); len(got) != 0 {
+		t.Errorf("claims on m after g-2 took the room: %+v", got)
+	}
+	if got := s.ClaimsOn("n"); len(got) != 1 {
+		t.Errorf("claims on n: %+v, want g-0's still", got)
+	}
+	waitingFor("kept while its members are placed")
+
+	// g-0 never comes: its room is let go and the gang may preempt again.
+	clk.Step(claimSettle + tickEvery)
+	s.tick()
+	fw = &fakeFramework{}
+	s.Flush(fw)
+	if s.PreemptionUnderWay(g2) || len(s.ClaimsOn("n")) != 0 {
+		t.Errorf("room still kept %v after claimSettle", s.ClaimsOn("n"))
+	}
+	if !cmp.Equal(fw.activated, []string{"ns/g-0", "ns/g-1"}) {
+		t.Errorf("letting the room go woke %v, want the members", fw.activated)
+	}
+}
+
+// TestPreemptionEndsWhenMembersPlaced: members placed on their kept room
+// end the preemption at once.
+func TestPreemptionEndsWhenMembersPlaced(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
+	victim := bound(single("low"), "n")
+	s.OnPod(victim)
+	p := single("high")
+	s.OnPod(p)
+	pre, _, _ := s.PreemptorOf(p)
+	if pre.Key != PreemptorKeyOf(p) || pre.Gang != gang.Key("") {
+		t.Fatalf("preemptor %+v", pre)
+	}
+	s.Preempted(pre, []types.UID{victim.UID}, map[*corev1.Pod]string{p: "n"})
+	s.OnPodDeleted(victim)
+	if st := s.Reserve(p, "n"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if s.PreemptionUnderWay(p) || len(s.ClaimsOn("n")) != 0 || len(s.preemptions) != 0 || len(s.claimOf) != 0 || len(s.victimOf) != 0 {
+		t.Errorf("preemption left behind: %v claims %v", s.preemptions, s.ClaimsOn("n"))
+	}
+}
+
+// single is a pod without a gang in queue q asking for one card.
+func single(name string) *corev1.Pod {
+	p := builder.MakePod("ns", name).Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
+	p.UID = types.UID(name)
+	return p
+}
+
+// TestVictimAtPermitFreesItsRoom: a victim that was reserved, not bound,
+// is rejected in memory rather than deleted: its Unreserve frees its room
+// as a deletion does, and wakes the preemptor.
+func TestVictimAtPermitFreesItsRoom(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
+	s.OnPodGroup(podGroup("v", 2, nil))
+	v0, v1 := member("v", 0), member("v", 1)
+	s.OnPod(v0)
+	s.OnPod(v1)
+	if st := s.Reserve(v0, "n"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	p := single("high")
+	s.OnPod(p)
+	pre, _, _ := s.PreemptorOf(p)
+	s.Preempted(pre, []types.UID{v0.UID}, map[*corev1.Pod]string{p: "n"})
+	s.Flush(&fakeFramework{})
+	s.Unreserve(v0)
+	fw := &fakeFramework{}
+	s.Flush(fw)
+	if !cmp.Equal(fw.activated, []string{"ns/high"}) {
+		t.Errorf("the victim's Unreserve woke %v, want ns/high", fw.activated)
+	}
+	if _, reason, waiting := s.PreemptorOf(p); !waiting || strings.Contains(reason, "terminating") {
+		t.Errorf("PreemptorOf = %q, waiting %v: want the room kept, no victim left", reason, waiting)
+	}
+}
