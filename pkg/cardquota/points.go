@@ -89,6 +89,10 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 	}
 	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, requests: requests, names: names, cards: p.state.Cards(c.Queue), waits: &atomic.Bool{}}
+	simulating := state.Simulating(cs)
+	if simulating {
+		s.waits = nil // a preemption plan's refusals wait for nothing
+	}
 	if c.Displaced != nil {
 		// The min member this pod pushes out to elastic leaves the
 		// non-preemptible use as the pod enters it.
@@ -99,7 +103,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 	}
 	cs.Write(stateKey, s)
-	if len(names) == 0 {
+	if len(names) == 0 || simulating {
 		return nil, nil
 	}
 	var total int64

@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 const stateKey fwk.StateKey = "PreFilter" + Name
@@ -63,12 +64,15 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		}
 	}
 	c := p.state.Candidate(pod)
-	if c.Warning != "" {
+	simulating := state.Simulating(cs)
+	if c.Warning != "" && !simulating {
 		p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "InvalidPreemptibility", "Scheduling", "%s", c.Warning)
 	}
 	u := p.state.QuotaUsage(c.Queue)
 	if !u.Exists {
-		p.state.WaitForRoom(pod, c.Queue, false) // woken when the Queue is created
+		if !simulating {
+			p.state.WaitForRoom(pod, c.Queue, false) // woken when the Queue is created
+		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"queue %s does not exist: create it, or set the label cardinal.dev/queue on the pod, its PodGroup or its namespace to an existing queue", c.Queue))
 	}
@@ -80,6 +84,9 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		s.nonPreemptibleUse.Sub(c.Displaced.Request)
 	}
 	cs.Write(stateKey, s)
+	if simulating {
+		return nil, nil // Filter decides, on numbers preemption adjusts
+	}
 	if st := s.check(); st != nil {
 		p.state.WaitForRoom(pod, c.Queue, false)
 		return nil, st
@@ -120,13 +127,23 @@ func guaranteeLimit(guarantee, capability quota.Resources) quota.Resources {
 }
 
 // Filter repeats PreFilter's decision on the cycle state, which preemption
-// simulation changes through AddPod and RemovePod. It reads no shared state.
-func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ fwk.NodeInfo) *fwk.Status {
+// simulation changes through AddPod and RemovePod, and keeps room that
+// preemption made for another gang from the pod (claims.go). It writes no
+// shared state, and reads only the node's kept room, without a lock.
+func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := getState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	return s.check()
+	if st := s.check(); st != nil {
+		return st
+	}
+	if node := nodeInfo.Node(); node != nil {
+		if claims := p.state.ClaimsOn(node.Name); len(claims) > 0 {
+			return keptRoom(pod, quota.PodRequests(pod), nodeInfo, claims)
+		}
+	}
+	return nil
 }
 
 // PreFilterExtensions keeps the cycle's queue numbers right while preemption

@@ -1,0 +1,72 @@
+package elasticquota
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/state"
+)
+
+// keptRoom refuses a pod a node whose room preemption keeps for another
+// preemptor's members while their victims terminate (SPEC §5.8): the pod
+// may use only what is free beyond it. kube-scheduler's nominated pods keep
+// that room from pods of lower or equal priority; this keeps it from all.
+// It costs nothing on nodes without kept room, which is nearly all of them.
+func keptRoom(pod *corev1.Pod, request quota.Resources, nodeInfo fwk.NodeInfo, claims []state.Claim) *fwk.Status {
+	if len(claims) == 0 {
+		return nil
+	}
+	own := state.PreemptorKeyOf(pod)
+	var kept quota.Resources
+	var on map[types.UID]bool
+	for _, c := range claims {
+		if c.Key == own {
+			continue
+		}
+		if on == nil {
+			// Nominated members the framework already put on the node for
+			// this Filter count once.
+			on = map[types.UID]bool{}
+			for _, pi := range nodeInfo.GetPods() {
+				on[pi.GetPod().UID] = true
+			}
+		}
+		if on[c.Pod] {
+			continue
+		}
+		if kept == nil {
+			kept = quota.Resources{}
+		}
+		kept.Add(c.Request)
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	free := freeOn(nodeInfo)
+	for r, v := range request {
+		if k := kept[r]; k > 0 && free[r]-k < v {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+				"node %s: its %s is kept for a gang that preempted for it (%s of %s free is kept)",
+				nodeInfo.Node().Name, r, quota.Format(r, k), quota.Format(r, max(free[r], 0))))
+		}
+	}
+	return nil
+}
+
+// freeOn is what a node has allocatable and no pod requests.
+func freeOn(ni fwk.NodeInfo) quota.Resources {
+	alloc, used := ni.GetAllocatable(), ni.GetRequested()
+	free := quota.Resources{
+		corev1.ResourceCPU:              alloc.GetMilliCPU() - used.GetMilliCPU(),
+		corev1.ResourceMemory:           alloc.GetMemory() - used.GetMemory(),
+		corev1.ResourceEphemeralStorage: alloc.GetEphemeralStorage() - used.GetEphemeralStorage(),
+	}
+	for r, v := range alloc.GetScalarResources() {
+		free[r] = v - used.GetScalarResources()[r]
+	}
+	return free
+}
