@@ -19,6 +19,7 @@ import (
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.Delete | fwk.UpdatePodLabel}, QueueingHintFn: gangMemberChanged},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: p.victimGone},
 		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged},
 	}, nil
 }
@@ -55,5 +56,22 @@ func gangMemberChanged(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) 
 		logger.V(5).Info("A member of the gang was deleted: its gang has fewer pods, skip", "pod", klog.KObj(pod), "deleted", klog.KObj(other))
 		return fwk.QueueSkip, nil
 	}
+	return fwk.Queue, nil
+}
+
+// victimGone requeues a pod of a gang whose preemption is under way when a
+// placed pod is deleted: the state wakes the members when it sees the last
+// victim go, but kube-scheduler's own cache may see it later, and a member
+// tried in between finds no room and waits for the room it was promised.
+// This is the event that tells it the room is there now.
+func (p *Plugin) victimGone(logger klog.Logger, pod *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	gone, ok := oldObj.(*corev1.Pod)
+	if !ok {
+		return fwk.Queue, fmt.Errorf("want *v1.Pod, got %T", oldObj)
+	}
+	if gone.Spec.NodeName == "" || !p.state.PreemptionUnderWay(pod) {
+		return fwk.QueueSkip, nil
+	}
+	logger.V(5).Info("A placed pod was deleted while the pod's preemption is under way: queue", "pod", klog.KObj(pod), "deleted", klog.KObj(gone))
 	return fwk.Queue, nil
 }

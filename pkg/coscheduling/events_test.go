@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -80,5 +81,42 @@ func TestOwnPodGroupChangedHint(t *testing.T) {
 				t.Errorf("hint = %v, %v; want %v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestVictimGoneHint: while a gang's preemption is under way, a placed pod
+// deleted requeues its members (kube-scheduler's cache may see the victim
+// go after the state did); otherwise, and for pods never placed, it does
+// not.
+func TestVictimGoneHint(t *testing.T) {
+	f := newFixture(t)
+	pods := f.gang("g", 2, 2, t0)
+	victim := builder.MakePod("ns", "victim").Obj()
+	victim.UID = "victim"
+	victim.Spec.NodeName = "node"
+	f.st.OnPod(victim)
+	pending := builder.MakePod("ns", "pending").Obj()
+
+	hint := func() fwk.QueueingHint {
+		t.Helper()
+		got, err := f.p.victimGone(klog.Background(), pods[0], victim, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := hint(); got != fwk.QueueSkip {
+		t.Errorf("no preemption under way: %v, want QueueSkip", got)
+	}
+	pre, reason, _ := f.st.PreemptorOf(pods[0])
+	if reason != "" {
+		t.Fatal(reason)
+	}
+	f.st.Preempted(pre, []types.UID{victim.UID}, map[*corev1.Pod]string{pods[0]: "node", pods[1]: "node"})
+	if got := hint(); got != fwk.Queue {
+		t.Errorf("a placed pod deleted while the gang's preemption is under way: %v, want Queue", got)
+	}
+	if got, _ := f.p.victimGone(klog.Background(), pods[0], pending, nil); got != fwk.QueueSkip {
+		t.Errorf("a pod never placed deleted: %v, want QueueSkip", got)
 	}
 }

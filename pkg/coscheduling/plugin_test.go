@@ -393,6 +393,9 @@ func bound(p *corev1.Pod) *corev1.Pod {
 	return p
 }
 
+// TestGangThatCannotFitReservesNothing: a gang whose missing min does not
+// fit the free resources reserves nothing: PreFilter refuses its pod, and
+// PostFilter (when preemption found no room either) fails the gang.
 func TestGangThatCannotFitReservesNothing(t *testing.T) {
 	f := newFixture(t)
 	pods := f.gang("big", 3, 3, t0)
@@ -400,17 +403,23 @@ func TestGangThatCannotFitReservesNothing(t *testing.T) {
 		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{builder.GPUResource: resource.MustParse("4")}
 	}
 	// The node has 8 cards: room for 2 such pods, min is 3.
-	code, _ := f.schedule(pods[0])
-	if code != fwk.UnschedulableAndUnresolvable {
-		t.Fatalf("PreFilter of a gang whose min cannot fit: %v", code)
+	cs := framework.NewCycleState()
+	_, s := f.p.PreFilter(context.Background(), cs, pods[0], f.nodes)
+	if want := "gang ns/big does not fit: its min needs 3 more pods placed and free resources hold at most 2 like them"; s.Code() != fwk.Unschedulable || s.Message() != want {
+		t.Fatalf("PreFilter of a gang whose min cannot fit: %v, want Unschedulable %q", s, want)
 	}
+	if len(f.h.events) != 0 {
+		t.Fatalf("PreFilter failed the gang before preemption had its chance: %v", f.h.events)
+	}
+	f.p.PostFilter(context.Background(), cs, pods[0], nil)
+	f.flush()
 	if v, _ := f.st.Gang("ns/big"); v.Placed != 0 {
 		t.Errorf("gang placed %d; want nothing placed", v.Placed)
 	}
 	if _, s := f.p.PreFilter(context.Background(), framework.NewCycleState(), pods[1], f.nodes); !strings.Contains(s.Message(), "backing off") {
 		t.Errorf("PreFilter right after: %v, want the gang backing off", s)
 	}
-	want := []string{"Warning PodGroup/big GangUnschedulable: its min needs 3 more pods placed and free resources hold at most 2 like them; gave back 0 reserved pods, retrying in 10s"}
+	want := []string{"Warning PodGroup/big GangUnschedulable: pod big-0 cannot be placed now (its events say why) with 0 of its min 3 placed; gave back 0 reserved pods, retrying in 10s"}
 	if diff := cmp.Diff(want, f.h.events); diff != "" {
 		t.Errorf("events (-want, +got):\n%s", diff)
 	}

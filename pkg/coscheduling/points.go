@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 // stateKey is where PreFilter tells PostFilter whether it let the pod be tried.
@@ -38,15 +39,21 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 // starting an attempt must have room for its missing min somewhere in the
 // cluster's free resources before it reserves anything.
 func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if state.Simulating(cs) {
+		// A preemption plan tries where the gang's members would go: the
+		// gang's own gates were passed by the pod that preempts.
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	start, st := p.state.TryStart(pod)
 	cs.Write(stateKey, &stateData{turnedAway: st != nil})
 	if st != nil || start.Missing == 0 {
 		return nil, st
 	}
+	// Not a turning away: preemption may still make room (PostFilter), and
+	// if it cannot, PostFilter fails the gang.
 	if room := roomFor(shapeOf(start.Pending), nodes, start.Missing); room < start.Missing {
-		reason := fmt.Sprintf("its min needs %d more pods placed and free resources hold at most %d like them", start.Missing, room)
-		p.state.FailGang(start.Gang, reason)
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s does not fit: %s", start.Gang, reason))
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+			"gang %s does not fit: its min needs %d more pods placed and free resources hold at most %d like them", start.Gang, start.Missing, room))
 	}
 	return nil, nil
 }
@@ -60,8 +67,9 @@ func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // elastic pod simply waits for free capacity: it never preempts (SPEC
 // §2.4). A min member makes its whole gang give back what its waiting
 // members hold, at once, and back off, so it never sits on part of the
-// cluster (SPEC §2.2). The gang's numbers are read from the state: another
-// plugin's PreFilter may have refused the pod before this plugin's ran.
+// cluster (SPEC §2.2), once preemption has tried to make room for it. The
+// gang's numbers are read from the state: another plugin's PreFilter may
+// have refused the pod before this plugin's ran.
 func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	k, ok := gang.Of(pod)
 	if !ok {
@@ -81,6 +89,12 @@ func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 			"elastic pod of gang %s waits for free capacity; elastic pods never preempt", k))
 	}
 	reason := fmt.Sprintf("pod %s cannot be placed now (its events say why) with %d of its min %d placed", pod.Name, v.Placed, v.Group.Spec.MinMember)
+	if p.state.PreemptionEnabled() && !state.PreemptionTried(cs) {
+		// CardinalPreemption's PostFilter runs next: the gang gives up only
+		// if it cannot make room.
+		state.DeferGangFailure(cs, k, reason)
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s cannot place its min now: %s", k, reason))
+	}
 	p.state.FailGang(k, reason)
 	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 		"gang %s cannot place its min now: %s; it gave back what it held and retries in %s", k, reason, p.state.Settings().GangBackoff))
