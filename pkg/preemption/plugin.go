@@ -1,12 +1,38 @@
-// Package preemption is Cardinal's preemption and reclaim, which know elastic
-// pods and preemptibility (SPEC §5).
+// Package preemption is Cardinal's preemption and reclaim, CardinalPreemption
+// (SPEC §5): a PostFilter that makes room for a starving gang's whole
+// missing min at once, across nodes, and knows elastic pods,
+// preemptibility (set apart from priority), queues and card models.
+//
+// Who may be evicted (policy.go): never non-preemptible pods, nor a
+// semi-preemptible gang's min members; in the preemptor's queue, elastic
+// pods of any priority and lower-priority preemptible work; from queues
+// above their deserved share, while the preemptor's queue is below its own
+// (guard.go), their elastic pods and, where they are reclaimable, their
+// other work. Victims go elastic pods first (newest first), then pods
+// without a gang, then whole gangs, lower priority first, smaller first;
+// a gang is never left running below its min.
+//
+// How (plan.go): every eligible victim is removed from a copy of the
+// cluster, the missing min is placed through the framework's Filter
+// plugins, and victims are given back most important first while it still
+// fits; nothing is evicted when it does not fit, or when a reclaim would
+// take the reclaiming queue above its share or a victim queue below its
+// own. Evictions (evict.go) set DisruptionTarget and say why; the members
+// are nominated where the room was made, the room is kept for them, and no
+// second round starts while the victims terminate.
+//
+// It runs only in PostFilter, so pods that need no preemption pay nothing.
+// A gang gives back what it holds (CardinalGang) only after preemption
+// could not make room for it, in whichever order the profile lists them.
 package preemption
 
 import (
 	"context"
 	"fmt"
+	"sort"
+	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -14,6 +40,7 @@ import (
 
 	"cardinal.dev/cardinal/apis/config"
 	"cardinal.dev/cardinal/apis/config/validation"
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 // Name is the plugin's name in the registry and in scheduler configurations.
@@ -22,18 +49,24 @@ const Name = "CardinalPreemption"
 // Plugin is the CardinalPreemption scheduler plugin.
 type Plugin struct {
 	handle fwk.Handle
-	args   config.CardinalPreemptionArgs
+	state  *state.State
 }
 
-var _ fwk.PreFilterPlugin = &Plugin{}
+var _ fwk.PostFilterPlugin = &Plugin{}
 
-// NewFactory returns the plugin's factory. Its preemptibleBelowPriority is
-// one of the settings every plugin shares (pkg/settings): the state
-// classifies pods by it whichever plugins are enabled.
-func NewFactory() frameworkruntime.PluginFactory { return New }
+// NewFactory returns the plugin's factory over the scheduling state st.
+// Its preemptibleBelowPriority is one of the settings every plugin shares
+// (pkg/settings): the state classifies pods by it whichever plugins are
+// enabled.
+func NewFactory(st *state.State) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return New(ctx, obj, h, st)
+	}
+}
 
-// New checks and validates the plugin's args, then builds the plugin.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// New checks and validates the plugin's args, then attaches the state to
+// the scheduler (once, whichever Cardinal plugin comes first).
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, st *state.State) (fwk.Plugin, error) {
 	args, ok := obj.(*config.CardinalPreemptionArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type CardinalPreemptionArgs, got %T", obj)
@@ -41,16 +74,88 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err := validation.ValidateCardinalPreemptionArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	return &Plugin{handle: h, args: *args}, nil
+	if err := st.Attach(ctx, h); err != nil {
+		return nil, err
+	}
+	st.EnablePreemption()
+	registerMetrics()
+	return &Plugin{handle: h, state: st}, nil
 }
 
 // Name returns the plugin's name.
 func (p *Plugin) Name() string { return Name }
 
-// PreFilter has nothing to check yet and skips the plugin for this pod.
-func (p *Plugin) PreFilter(context.Context, fwk.CycleState, *v1.Pod, []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	return nil, fwk.NewStatus(fwk.Skip)
+// PostFilter makes room for pod's gang's missing min (or for pod, without a
+// gang) by evicting what it may, or says why it does not. A gang whose
+// victims are still terminating waits for them (the chain ends, so its
+// gang is not failed meanwhile); any other refusal lets CardinalGang's
+// PostFilter run next.
+func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	state.MarkPreemptionTried(cs)
+	pre, reason, waiting := p.state.PreemptorOf(pod)
+	if waiting {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for room made for it: "+reason)
+	}
+	if reason != "" {
+		return nil, p.giveUp(cs, "no preemption: "+reason)
+	}
+	start := time.Now()
+	res, st := p.preempt(ctx, pod, pre)
+	attemptDuration.Observe(time.Since(start).Seconds())
+	if !st.IsSuccess() && st.Code() != fwk.Error {
+		return nil, p.giveUp(cs, st.Message())
+	}
+	return res, st
 }
 
-// PreFilterExtensions returns nil: the plugin keeps no per-cycle state yet.
-func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+// giveUp fails the gang CardinalGang's PostFilter, run before this one,
+// left to fail when preemption cannot make room; else CardinalGang's
+// PostFilter, run next, does.
+func (p *Plugin) giveUp(cs fwk.CycleState, msg string) *fwk.Status {
+	if k, reason, ok := state.DeferredGangFailure(cs); ok {
+		p.state.FailGang(k, reason)
+		msg += fmt.Sprintf("; gang %s gave back what it held and retries in %s", k, p.state.Settings().GangBackoff)
+	}
+	return fwk.NewStatus(fwk.Unschedulable, msg)
+}
+
+func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preemptor) (*fwk.PostFilterResult, *fwk.Status) {
+	usage := map[string]state.Usage{}
+	for _, q := range p.state.Queues() {
+		usage[q] = p.state.Usage(q)
+	}
+	capRes, capCards := p.state.Capacity()
+	short := below(usage[pre.Queue], asksOf(pre, usage[pre.Queue], p.state.IsCardResource), freeOf(capRes, capCards, usage))
+	from := reclaimFrom(pre, usage, short)
+	queues := []string{pre.Queue}
+	for q := range from {
+		queues = append(queues, q)
+	}
+	sort.Strings(queues[1:])
+	units := eligibility{pre: pre, reclaimFrom: from}.units(p.state.PlacedIn(queues...))
+	if len(units) == 0 {
+		attempts.WithLabelValues("no-victims").Inc()
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("no preemption: no pod that %s may evict (queue %s)", who(pre, pod), pre.Queue))
+	}
+	res, why, err := plan(ctx, p.handle, pre, units)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if why != "" {
+		attempts.WithLabelValues("does-not-fit").Inc()
+		return nil, fwk.NewStatus(fwk.Unschedulable, "no preemption: "+why)
+	}
+	if len(res.evicted) == 0 {
+		attempts.WithLabelValues("room-free").Inc()
+		return nil, fwk.NewStatus(fwk.Unschedulable, "no preemption needed: its min fits as things are now; trying again")
+	}
+	nodeCards := func(node string, pod *corev1.Pod) map[string]int64 {
+		n, _ := p.state.Node(node)
+		return n.PodCards(pod)
+	}
+	if g := guard(pre, usage, res.members, res.evicted, short, nodeCards); g != "" {
+		attempts.WithLabelValues("guard").Inc()
+		return nil, fwk.NewStatus(fwk.Unschedulable, "no reclaim: "+g)
+	}
+	return p.execute(ctx, pod, pre, res, short), fwk.NewStatus(fwk.Success)
+}

@@ -22,6 +22,6 @@ func Options(st *state.State) []app.Option {
 		app.WithPlugin(coscheduling.Name, coscheduling.NewFactory(st)),
 		app.WithPlugin(elasticquota.Name, elasticquota.NewFactory(st)),
 		app.WithPlugin(cardquota.Name, cardquota.NewFactory(st)),
-		app.WithPlugin(preemption.Name, preemption.NewFactory()),
+		app.WithPlugin(preemption.Name, preemption.NewFactory(st)),
 	}
 }

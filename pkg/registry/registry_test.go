@@ -37,8 +37,8 @@ func TestPluginsCheckTheirArgs(t *testing.T) {
 		{"queue invalid", queueFactory, &config.CardinalQueueArgs{DefaultQueue: "A B"}, "pluginConfig[CardinalQueue].args.defaultQueue"},
 		{"queue wrong type", queueFactory, &config.CardinalGangArgs{}, "want args of type CardinalQueueArgs"},
 		{"card quota wrong type", cardFactory, &config.CardinalGangArgs{}, "want args of type CardinalCardQuotaArgs"},
-		{"preemption valid", preemption.NewFactory(), &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100}, ""},
-		{"preemption invalid", preemption.New, &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 2_000_000_000}, "pluginConfig[CardinalPreemption].args.preemptibleBelowPriority"},
+		{"preemption invalid", preemption.NewFactory(st), &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 2_000_000_000}, "pluginConfig[CardinalPreemption].args.preemptibleBelowPriority"},
+		{"preemption wrong type", preemption.NewFactory(st), &config.CardinalGangArgs{}, "want args of type CardinalPreemptionArgs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,141 @@
+package preemption
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/state"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+const (
+	h200 = "NVIDIA-H200"
+	rtx  = "NVIDIA-GeForce-RTX-4090"
+)
+
+// cardsUsage is a queue's use of H200 cards: allocated of deserved.
+func cardsUsage(allocated, deserved int64, reclaimable bool) state.Usage {
+	return state.Usage{Exists: true, Reclaimable: reclaimable, Cards: map[string]state.CardUsage{
+		h200: {Listed: true, Allocated: allocated, Deserved: deserved},
+	}}
+}
+
+// TestBelow: reclaim is for what the preemptor's queue asks for, is below
+// its deserved share of, and the cluster has too little of free.
+func TestBelow(t *testing.T) {
+	ask := asks{resources: quota.Resources{corev1.ResourceCPU: 1000}, models: map[string]bool{h200: true}, cards: 2}
+	tests := []struct {
+		name string
+		u    state.Usage
+		f    free
+		want []string
+	}{
+		{"below its H200 share, too few free", cardsUsage(1, 5, true), free{cards: map[string]int64{h200: 1}}, []string{h200}},
+		{"below its share, but enough free", cardsUsage(1, 5, true), free{cards: map[string]int64{h200: 2}}, nil},
+		{"at its share", cardsUsage(5, 5, true), free{cards: map[string]int64{h200: 0}}, nil},
+		{"below its CPU share too, and CPU is short", state.Usage{
+			Allocated: quota.Resources{corev1.ResourceCPU: 0}, Deserved: quota.Resources{corev1.ResourceCPU: 4000},
+			Cards: map[string]state.CardUsage{h200: {Listed: true, Allocated: 0, Deserved: 2}},
+		}, free{resources: quota.Resources{corev1.ResourceCPU: 500}, cards: map[string]int64{}}, []string{h200, "cpu"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, d := range below(tc.u, ask, tc.f) {
+				got = append(got, d.name)
+			}
+			if !cmp.Equal(got, tc.want) {
+				t.Errorf("short of %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReclaimFrom: only queues above their deserved share of what the
+// preemptor's queue is short of, and that exist, are reclaimed from.
+func TestReclaimFrom(t *testing.T) {
+	short := []dim{{name: h200, cards: true}}
+	usage := map[string]state.Usage{
+		"me":       cardsUsage(0, 4, true),
+		"borrower": cardsUsage(6, 4, false),
+		"fair":     cardsUsage(4, 4, true),
+		"gone":     {Cards: map[string]state.CardUsage{h200: {Allocated: 6, Deserved: 0}}},
+	}
+	got := reclaimFrom(state.Preemptor{Queue: "me"}, usage, short)
+	if want := map[string]bool{"borrower": false}; !cmp.Equal(got, want) {
+		t.Errorf("reclaims from %v, want %v", got, want)
+	}
+	if got := reclaimFrom(state.Preemptor{Queue: "me"}, usage, nil); len(got) != 0 {
+		t.Errorf("short of nothing, reclaims from %v", got)
+	}
+}
+
+// TestGuard: a reclaim happens only if afterwards the reclaiming queue is
+// not above its deserved share and no victim queue is below its own (SPEC
+// §5.6); preemption within the queue is not guarded.
+func TestGuard(t *testing.T) {
+	short := []dim{{name: h200, cards: true}}
+	pre := state.Preemptor{Queue: "b"}
+	onePerPod := func(string, *corev1.Pod) map[string]int64 { return map[string]int64{h200: 1} }
+	members := func(n int) []*member {
+		var out []*member
+		for range n {
+			out = append(out, &member{pod: builder.MakePod("b", "m").GPU(1).Obj(), node: "n"})
+		}
+		return out
+	}
+	victims := func(queue string, n int) []*unit {
+		var out []*unit
+		for range n {
+			out = append(out, &unit{kind: elasticPod, queue: queue, reclaim: queue != "b",
+				pods: []state.Placed{{Cards: map[string]int64{h200: 1}}}})
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		a, b    state.Usage
+		members int
+		evicted []*unit
+		want    string
+	}{
+		{"b to its share, a to its share", cardsUsage(7, 5, true), cardsUsage(3, 5, true), 2, victims("a", 2), ""},
+		{"b would go above its share", cardsUsage(8, 5, true), cardsUsage(3, 5, true), 3, victims("a", 3),
+			"queue b would be above its deserved NVIDIA-H200 share, 6 of 5"},
+		{"a would fall below its share", cardsUsage(6, 5, true), cardsUsage(2, 5, true), 2, victims("a", 2),
+			"queue a would fall below its deserved NVIDIA-H200 share, 4 of 5"},
+		{"within b's own queue nothing is guarded", cardsUsage(5, 5, true), cardsUsage(9, 5, true), 1, victims("b", 1), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			usage := map[string]state.Usage{"a": tc.a, "b": tc.b}
+			if got := guard(pre, usage, members(tc.members), tc.evicted, short, onePerPod); got != tc.want {
+				t.Errorf("guard %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAsksOf: a preemptor's missing min asks for the card models its pods
+// may use: those its queue lists that match, narrowed by card-name.
+func TestAsksOf(t *testing.T) {
+	u := state.Usage{Cards: map[string]state.CardUsage{h200: {Listed: true}, rtx: {Listed: true}, "NVIDIA-B200": {}}}
+	isCard := func(r corev1.ResourceName) bool { return r == "nvidia.com/gpu" }
+	pods := []*corev1.Pod{
+		builder.MakePod("ns", "p-0").GPU(2).Obj(),
+		builder.MakePod("ns", "p-1").GPU(2).Obj(),
+		builder.MakePod("ns", "p-2").GPU(2).Obj(),
+	}
+	a := asksOf(state.Preemptor{Pods: pods, Missing: 2}, u, isCard)
+	if a.cards != 4 || !cmp.Equal(a.models, map[string]bool{h200: true, rtx: true}) {
+		t.Errorf("asks %d cards of %v, want 4 of the listed H200 and RTX", a.cards, a.models)
+	}
+	named := builder.MakePod("ns", "named").GPU(1).CardName(rtx).Obj()
+	a = asksOf(state.Preemptor{Pods: []*corev1.Pod{named}, Missing: 1}, u, isCard)
+	if !cmp.Equal(a.models, map[string]bool{rtx: true}) {
+		t.Errorf("a pod naming RTX asks for %v", a.models)
+	}
+}

@@ -1,0 +1,367 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	framework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/state"
+)
+
+// The plan, after kube-scheduler 1.37's workload-aware preemption (which
+// serves native PodGroups only): remove every eligible victim from a copy
+// of the cluster, place the gang's whole missing min at once through the
+// framework's Filter plugins (so queue capability and card quota are
+// checked on the same numbers the quota plugins keep, adjusted by their
+// AddPod and RemovePod), then give back victims, most important first,
+// while the placement still fits. If the min does not fit with every
+// eligible victim gone, nothing is evicted (SPEC §5.5).
+
+// member is a pod of the preemptor the plan places.
+type member struct {
+	pod  *corev1.Pod
+	info fwk.PodInfo
+	st   *shape
+	node string
+}
+
+// shape is the cycle state of members alike: it sees every simulated
+// addition and removal, so later members see earlier ones placed.
+type shape struct {
+	cs    fwk.CycleState
+	pod   *corev1.Pod
+	nodes map[string]bool // nil: any node (PreFilterResult)
+}
+
+// sim is a copy-on-write view of the cluster's nodes for one plan.
+type sim struct {
+	ctx    context.Context
+	h      fwk.Handle
+	nodes  map[string]fwk.NodeInfo
+	cloned map[string]bool
+	shapes []*shape
+}
+
+// prefilterer runs the PreFilter plugins for a pod: kube-scheduler's
+// framework, which fwk.Handle is, does.
+type prefilterer interface {
+	RunPreFilterPlugins(ctx context.Context, state fwk.CycleState, pod *corev1.Pod) (*fwk.PreFilterResult, *fwk.Status, sets.Set[string])
+}
+
+func newSim(ctx context.Context, h fwk.Handle) (*sim, error) {
+	infos, err := h.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return nil, err
+	}
+	s := &sim{ctx: ctx, h: h, nodes: make(map[string]fwk.NodeInfo, len(infos)), cloned: map[string]bool{}}
+	for _, ni := range infos {
+		s.nodes[ni.Node().Name] = ni
+	}
+	return s, nil
+}
+
+// node returns a node's info to change, copying it the first time.
+func (s *sim) node(name string) fwk.NodeInfo {
+	ni := s.nodes[name]
+	if ni != nil && !s.cloned[name] {
+		ni = ni.Snapshot()
+		s.nodes[name] = ni
+		s.cloned[name] = true
+	}
+	return ni
+}
+
+func (s *sim) add(pi fwk.PodInfo, node string) error {
+	ni := s.node(node)
+	if ni == nil {
+		return fmt.Errorf("node %s is not in the snapshot", node)
+	}
+	ni.AddPodInfo(pi)
+	for _, sh := range s.shapes {
+		if st := s.h.RunPreFilterExtensionAddPod(s.ctx, sh.cs, sh.pod, pi, ni); !st.IsSuccess() {
+			return st.AsError()
+		}
+	}
+	return nil
+}
+
+func (s *sim) remove(pi fwk.PodInfo, node string) error {
+	ni := s.node(node)
+	if ni == nil {
+		return fmt.Errorf("node %s is not in the snapshot", node)
+	}
+	if err := ni.RemovePod(klog.FromContext(s.ctx), pi.GetPod()); err != nil {
+		return err
+	}
+	for _, sh := range s.shapes {
+		if st := s.h.RunPreFilterExtensionRemovePod(s.ctx, sh.cs, sh.pod, pi, ni); !st.IsSuccess() {
+			return st.AsError()
+		}
+	}
+	return nil
+}
+
+func (s *sim) fits(m *member, node string) bool {
+	if m.st.nodes != nil && !m.st.nodes[node] {
+		return false
+	}
+	ni := s.nodes[node]
+	return ni != nil && s.h.RunFilterPluginsWithNominatedPods(s.ctx, m.st.cs, m.pod, ni).IsSuccess()
+}
+
+// shapeOf runs the PreFilter plugins once per kind of member (pods of a
+// gang are usually alike), on a cycle state marked as a simulation.
+func (s *sim) shapeOf(pod *corev1.Pod, byKey map[string]*shape) (*shape, error) {
+	key := shapeKey(pod)
+	if sh := byKey[key]; sh != nil {
+		return sh, nil
+	}
+	pf, ok := s.h.(prefilterer)
+	if !ok {
+		return nil, fmt.Errorf("the scheduler framework cannot run PreFilter for a plan")
+	}
+	cs := framework.NewCycleState()
+	state.MarkSimulation(cs)
+	res, st, _ := pf.RunPreFilterPlugins(s.ctx, cs, pod)
+	if !st.IsSuccess() {
+		return nil, fmt.Errorf("pod %s cannot be placed whatever is evicted: %s", pod.Name, st.Message())
+	}
+	sh := &shape{cs: cs, pod: pod}
+	if !res.AllNodes() {
+		sh.nodes = map[string]bool{}
+		for n := range res.NodeNames {
+			sh.nodes[n] = true
+		}
+	}
+	byKey[key] = sh
+	s.shapes = append(s.shapes, sh)
+	return sh, nil
+}
+
+// shapeKey tells pods apart by what scheduling reads of them: requests,
+// placement constraints and Cardinal's labels and annotations.
+func shapeKey(pod *corev1.Pod) string {
+	spec := pod.Spec.DeepCopy()
+	spec.NodeName, spec.Hostname, spec.Subdomain = "", "", ""
+	for i := range spec.Containers {
+		spec.Containers[i].Env, spec.Containers[i].Args, spec.Containers[i].Command = nil, nil, nil
+	}
+	return fmt.Sprintf("%v|%v|%v|%v", spec.String(), pod.Labels, pod.Annotations, pod.Namespace)
+}
+
+// result is a plan: where the members go and which units are evicted.
+type result struct {
+	members []*member
+	evicted []*unit
+}
+
+// plan finds room for pre's missing min among units, or says why there is none.
+func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit) (*result, string, error) {
+	s, err := newSim(ctx, h)
+	if err != nil {
+		return nil, "", err
+	}
+	byKey := map[string]*shape{}
+	members := make([]*member, 0, len(pre.Pods))
+	for _, pod := range pre.Pods {
+		sh, err := s.shapeOf(pod, byKey)
+		if err != nil {
+			if len(members) == 0 {
+				return nil, err.Error(), nil
+			}
+			continue
+		}
+		info, err := framework.NewPodInfo(pod)
+		if err != nil {
+			return nil, "", err
+		}
+		members = append(members, &member{pod: pod, info: info, st: sh})
+	}
+	cost := map[string]int{}
+	for _, u := range units {
+		for _, p := range u.pods {
+			if _, ok := s.nodes[p.Node]; !ok {
+				continue
+			}
+			info, err := framework.NewPodInfo(p.Pod)
+			if err != nil {
+				return nil, "", err
+			}
+			if err := s.remove(info, p.Node); err != nil {
+				return nil, "", err
+			}
+			cost[p.Node] += 1 + 1000*int(u.kind)
+		}
+	}
+	order := make([]string, 0, len(s.nodes))
+	for name := range s.nodes {
+		order = append(order, name)
+	}
+	// Nodes that need fewer and lesser victims first: free room, then
+	// elastic pods, then pods without a gang, then gangs.
+	sort.Slice(order, func(i, j int) bool {
+		if cost[order[i]] != cost[order[j]] {
+			return cost[order[i]] < cost[order[j]]
+		}
+		return order[i] < order[j]
+	})
+	var placed []*member
+	for _, m := range members {
+		if len(placed) == pre.Missing {
+			break
+		}
+		for _, node := range order {
+			if s.fits(m, node) {
+				m.node = node
+				if err := s.add(m.info, node); err != nil {
+					return nil, "", err
+				}
+				placed = append(placed, m)
+				break
+			}
+		}
+	}
+	if len(placed) < pre.Missing {
+		return nil, fmt.Sprintf("its min needs %d more pods placed and, with every pod it may evict gone, only %d fit", pre.Missing, len(placed)), nil
+	}
+	evicted, err := spare(s, placed, units)
+	if err != nil {
+		return nil, "", err
+	}
+	return &result{members: placed, evicted: evicted}, "", nil
+}
+
+// spare gives victims back, most important first, while every placed
+// member still fits: first, at once, those on nodes no member uses (they
+// only matter to queue quota); then one unit at a time. A gang's elastic
+// pods go with its min members when those go.
+func spare(s *sim, placed []*member, units []*unit) ([]*unit, error) {
+	used := map[string][]*member{}
+	for _, m := range placed {
+		used[m.node] = append(used[m.node], m)
+	}
+	onUsed := func(u *unit) bool {
+		for _, p := range u.pods {
+			if len(used[p.Node]) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	var far, near []*unit
+	for _, u := range units {
+		u.evicted = true
+		if onUsed(u) {
+			near = append(near, u)
+		} else {
+			far = append(far, u)
+		}
+	}
+	if len(far) > 0 {
+		ok, err := s.giveBack(far, placed)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			for _, u := range far {
+				u.evicted = false
+			}
+			far = nil
+		}
+	}
+	rest := append(far, near...)
+	sort.SliceStable(rest, func(i, j int) bool { return moreImportant(rest[i], rest[j]) })
+	for _, u := range rest {
+		if u.parent != nil && u.parent.evicted {
+			continue
+		}
+		affected := placed
+		if u.reclaim {
+			// Another queue's pods touch only the nodes they are on.
+			affected = nil
+			seen := map[string]bool{}
+			for _, p := range u.pods {
+				if !seen[p.Node] {
+					seen[p.Node] = true
+					affected = append(affected, used[p.Node]...)
+				}
+			}
+		}
+		ok, err := s.giveBack([]*unit{u}, affected)
+		if err != nil {
+			return nil, err
+		}
+		u.evicted = !ok
+	}
+	var evicted []*unit
+	for _, u := range units {
+		if u.evicted || (u.parent != nil && u.parent.evicted) {
+			u.evicted = true
+			evicted = append(evicted, u)
+		}
+	}
+	return evicted, nil
+}
+
+// giveBack puts units' pods back and checks that the members affected
+// still fit where they were placed; if not, it takes the pods out again.
+func (s *sim) giveBack(units []*unit, affected []*member) (bool, error) {
+	var back []struct {
+		info fwk.PodInfo
+		node string
+	}
+	for _, u := range units {
+		for _, p := range u.pods {
+			if _, ok := s.nodes[p.Node]; !ok {
+				continue
+			}
+			info, err := framework.NewPodInfo(p.Pod)
+			if err != nil {
+				return false, err
+			}
+			if err := s.add(info, p.Node); err != nil {
+				return false, err
+			}
+			back = append(back, struct {
+				info fwk.PodInfo
+				node string
+			}{info, p.Node})
+		}
+	}
+	ok, err := s.stillFit(affected)
+	if err != nil || ok {
+		return ok, err
+	}
+	for _, b := range back {
+		if err := s.remove(b.info, b.node); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// stillFit checks members where they were placed, each with the members
+// before it in place, as they were placed; all are in place afterwards.
+func (s *sim) stillFit(members []*member) (bool, error) {
+	for _, m := range members {
+		if err := s.remove(m.info, m.node); err != nil {
+			return false, err
+		}
+	}
+	ok := true
+	for _, m := range members {
+		if ok && !s.fits(m, m.node) {
+			ok = false
+		}
+		if err := s.add(m.info, m.node); err != nil {
+			return false, err
+		}
+	}
+	return ok, nil
+}
