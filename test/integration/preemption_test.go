@@ -1,0 +1,328 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// TestElasticPodsGiveWay: job A (min 5, 10 pods) holds all 10 GPUs, 5 of
+// them with elastic pods; job B (min 5) arrives. B gets 5, A keeps exactly
+// 5 and is never below 5 (SPEC §2.4, §5.3, §5.4): in one queue, and across
+// two queues whose deserved share is 5 each, A's queue not reclaimable
+// (which protects only its non-elastic work, SPEC §5.6).
+func TestElasticPodsGiveWay(t *testing.T) {
+	tests := []struct {
+		name     string
+		setup    func(t *testing.T, i int) (nsA, nsB string)
+		reason   string
+		mentions string
+	}{
+		{"one queue", func(t *testing.T, i int) (string, string) {
+			ns := createGPUNamespace(t, fmt.Sprintf("elastic-way-%d", i))
+			return ns, ns
+		}, "Preempted", "elastic pods give way to any gang's min"},
+		{"two queues, A's not reclaimable", func(t *testing.T, i int) (string, string) {
+			return gpuQueue(t, fmt.Sprintf("elastic-way-%d-a", i), 0, 10, false), gpuQueue(t, fmt.Sprintf("elastic-way-%d-b", i), 0, 10, true)
+		}, "Reclaimed", "is below its deserved NVIDIA-H200 share, 0 of 5"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			nsA, nsB := tc.setup(t, i)
+			createNodes(t, gpuNodes(fmt.Sprintf("ew%d", i), 2, 5)...)
+			startScheduler(t)
+
+			createPodGroup(t, nsA, "a", 5)
+			createPods(t, gangPods(nsA, "a", 10, 1)...)
+			waitBoundCounts(t, nsA, map[string]int{"a": 10}, waitTimeout)
+
+			createPodGroup(t, nsB, "b", 5)
+			createPods(t, gangPods(nsB, "b", 5, 1)...)
+			err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+				if a := boundPerGang(t, nsA)["a"]; a < 5 {
+					return false, fmt.Errorf("gang a fell to %d pods bound, below its min of 5", a)
+				}
+				return boundPerGang(t, nsB)["b"] == 5, nil
+			})
+			if err != nil {
+				t.Fatalf("b did not get its min with a kept at 5 or more: %v (a %v, b %v)", err, boundPerGang(t, nsA), boundPerGang(t, nsB))
+			}
+			waitVictimEvent(t, nsA, "a-", tc.reason, tc.mentions)
+			holdCountsWithin(t, nsA, holdWindow, map[string][2]int{"a": {5, 5}})
+			holdCountsWithin(t, nsB, holdWindow, map[string][2]int{"b": {5, 5}})
+		})
+	}
+}
+
+// TestWholeLowPriorityGangGoes: a lower-priority preemptible gang of 4 on
+// 4 GPUs gives way whole to a higher-priority gang of 2: never 1 to 3 of
+// it is left running (SPEC §5.3).
+func TestWholeLowPriorityGangGoes(t *testing.T) {
+	ensurePriorityClasses(t)
+	for i, config := range []struct{ name, path string }{
+		{"config/scheduler-config.yaml", env.configPath},
+		// The PostFilters in the other order: the gang still preempts
+		// before it gives up.
+		{"CardinalPreemption listed first", configWith(t,
+			"      - name: CardinalPreemption\n", "",
+			"      - name: CardinalGang\n", "      - name: CardinalPreemption\n      - name: CardinalGang\n")},
+	} {
+		t.Run(config.name, func(t *testing.T) { wholeLowPriorityGangGoes(t, i, config.path) })
+	}
+}
+
+func wholeLowPriorityGangGoes(t *testing.T, i int, configPath string) {
+	ns := gpuQueue(t, fmt.Sprintf("whole-gang-%d", i), 4, 8, true)
+	createNodes(t, gpuNodes(fmt.Sprintf("whole%d", i), 1, 4)...)
+	startSchedulerWith(t, configPath)
+
+	createPodGroup(t, ns, "low", 4)
+	createPods(t, prioritized(lowPriority, gangPods(ns, "low", 4, 1)...)...)
+	waitBoundCounts(t, ns, map[string]int{"low": 4}, waitTimeout)
+
+	podGroupWith(t, ns, "high", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible})
+	createPods(t, prioritized(highPriority, gangPods(ns, "high", 2, 1)...)...)
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		got := boundPerGang(t, ns)
+		if low := got["low"]; low != 0 && low != 4 {
+			return false, fmt.Errorf("gang low is partly running: %d of 4", low)
+		}
+		return got["high"] == 2 && got["low"] == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("high did not replace low whole: %v (%v)", err, boundPerGang(t, ns))
+	}
+	waitVictimEvent(t, ns, "low-", "Preempted", "this gang has priority 10")
+}
+
+// TestNothingEvictedWhenMinCannotFit: with A (min 5 of 8) on 8 GPUs, B
+// (min 5, same priority) may take only A's 3 elastic pods, which cannot
+// fit its min: nothing is evicted, all of A stays (SPEC §5.5).
+func TestNothingEvictedWhenMinCannotFit(t *testing.T) {
+	ns := createGPUNamespace(t, "no-fit")
+	createNodes(t, gpuNodes("nofit", 2, 4)...)
+	startScheduler(t)
+
+	createPodGroup(t, ns, "a", 5)
+	createPods(t, gangPods(ns, "a", 8, 1)...)
+	waitBoundCounts(t, ns, map[string]int{"a": 8}, waitTimeout)
+	createPodGroup(t, ns, "b", 5)
+	createPods(t, gangPods(ns, "b", 5, 1)...)
+	waitEvent(t, ns, "a FailedScheduling event on b saying its min does not fit with every victim gone", func(e eventsv1.Event) bool {
+		return e.Reason == "FailedScheduling" && strings.HasPrefix(e.Regarding.Name, "b-") && strings.Contains(e.Note, "only 3 fit")
+	})
+	holdBoundCounts(t, ns, map[string]int{"a": 8}, 30*time.Second)
+}
+
+// TestNonPreemptibleNeverEvicted: work of priority 10 that is
+// non-preemptible by its pod's label, its PodGroup's label or its
+// Deployment's label is never evicted by priority-1000 work; preemptible
+// pods of priority 500 are, and only as many as needed: one victim, not two
+// (SPEC §5.1, §5.2, §5.3).
+func TestNonPreemptibleNeverEvicted(t *testing.T) {
+	ensurePriorityClasses(t)
+	nonPreemptible := map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}
+	tests := []struct {
+		name  string
+		start func(t *testing.T, ns string)
+	}{
+		{"pod label", func(t *testing.T, ns string) {
+			createPods(t, labelled(v1alpha1.PreemptibilityLabel, v1alpha1.NonPreemptible,
+				prioritized(lowPriority, cardPods(ns, "np", "", 2)...)...)...)
+		}},
+		{"PodGroup label", func(t *testing.T, ns string) {
+			podGroupWith(t, ns, "np", 2, nonPreemptible)
+			createPods(t, prioritized(lowPriority, gangPods(ns, "np", 2, 1)...)...)
+		}},
+		{"Deployment label (top-level owner)", func(t *testing.T, ns string) {
+			d := cardDeployment(ns, "np", h200, 2)
+			d.Labels = nonPreemptible
+			d.Spec.Template.Spec.PriorityClassName = lowPriority
+			if _, err := env.kube.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := gpuQueue(t, fmt.Sprintf("never-%d", i), 2, 4, true)
+			createNodes(t, gpuNodes(fmt.Sprintf("never%d", i), 1, 2)...)
+			startScheduler(t)
+			tc.start(t, ns)
+			waitBoundCount(t, ns, 2)
+			before := boundPods(t, ns)
+
+			high := labelled(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible, prioritized(highPriority, cardPods(ns, "high", "", 1)...)...)
+			createPods(t, high...)
+			waitPodEvent(t, ns, "high-0", "no preemption")
+			holdFor(t, holdWindow, func() error {
+				if got := boundPods(t, ns); fmt.Sprint(got) != fmt.Sprint(before) {
+					return fmt.Errorf("bound pods changed from %v to %v: a non-preemptible pod was evicted", before, got)
+				}
+				return nil
+			})
+		})
+	}
+
+	t.Run("preemptible pods of priority 500: one victim", func(t *testing.T) {
+		ns := gpuQueue(t, "never-mid", 0, 4, true)
+		createNodes(t, gpuNodes("nevermid", 1, 2)...)
+		startScheduler(t)
+		createPods(t, labelled(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible, prioritized(midPriority, cardPods(ns, "mid", "", 2)...)...)...)
+		waitBoundCount(t, ns, 2)
+		createPods(t, labelled(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible, prioritized(highPriority, cardPods(ns, "high", "", 1)...)...)...)
+		waitBound(t, ns, "high-0")
+		waitVictimEvent(t, ns, "mid-", "Preempted", "this pod has priority 500")
+		holdFor(t, holdWindow, func() error {
+			if got := boundPods(t, ns); len(got) != 2 {
+				return fmt.Errorf("bound pods %v, want high-0 and one mid pod: one victim, not two", got)
+			}
+			return nil
+		})
+	})
+}
+
+// TestSemiPreemptibleGivesOnlyElastic: a semi-preemptible gang's elastic
+// pods are taken by a higher-priority gang, its min members never (SPEC
+// §5.2).
+func TestSemiPreemptibleGivesOnlyElastic(t *testing.T) {
+	ensurePriorityClasses(t)
+	ns := gpuQueue(t, "semi-preempt", 2, 8, true)
+	createNodes(t, gpuNodes("semip", 1, 4)...)
+	startScheduler(t)
+
+	podGroupWith(t, ns, "semi", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.SemiPreemptible})
+	createPods(t, gangPods(ns, "semi", 4, 1)...)
+	waitBoundCounts(t, ns, map[string]int{"semi": 4}, waitTimeout)
+
+	preemptible := map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.Preemptible}
+	podGroupWith(t, ns, "high", 2, preemptible)
+	createPods(t, prioritized(highPriority, gangPods(ns, "high", 2, 1)...)...)
+	waitBoundCounts(t, ns, map[string]int{"semi": 2, "high": 2}, waitTimeout)
+
+	podGroupWith(t, ns, "more", 2, preemptible)
+	createPods(t, prioritized(highPriority, gangPods(ns, "more", 2, 1)...)...)
+	waitPodEvent(t, ns, "more-0", "no preemption")
+	holdBoundCounts(t, ns, map[string]int{"semi": 2, "high": 2}, holdWindow)
+}
+
+// TestCardAwareReclaim: queue B, below its deserved NVIDIA-H200 share,
+// reclaims the H200 cards queue A borrowed, never A's RTX 4090 pods, and
+// never takes A below its own deserved H200 share (SPEC §3.2, §5.4, §5.6).
+func TestCardAwareReclaim(t *testing.T) {
+	createQueue(t, builder.MakeQueue("cards-a").Card(h200, 0, 4).Card(rtx, 0, 4).Obj())
+	createQueue(t, builder.MakeQueue("cards-b").Card(h200, 0, 4).Obj())
+	nsA := createNamespaceInQueue(t, "cards-a", "cards-a")
+	nsB := createNamespaceInQueue(t, "cards-b", "cards-b")
+	createNodes(t, builder.MakeNode("cards-h200").GPU(h200, 4).Obj(), builder.MakeNode("cards-rtx").GPU(rtx, 4).Obj())
+	startScheduler(t)
+
+	createPods(t, cardPods(nsA, "h200", h200, 4)...)
+	createPods(t, cardPods(nsA, "rtx", rtx, 4)...)
+	waitBoundCount(t, nsA, 8)
+
+	createPodGroup(t, nsB, "b", 2)
+	var b []*corev1.Pod
+	for i := range 2 {
+		b = append(b, builder.MakePod(nsB, fmt.Sprintf("b-%d", i)).Label("scheduling.x-k8s.io/pod-group", "b").Req("cpu", "100m").GPU(1).CardName(h200).Obj())
+	}
+	createPods(t, b...)
+	waitBound(t, nsB, "b-0", "b-1")
+	waitVictimEvent(t, nsA, "h200-", "Reclaimed", "queue cards-b is below its deserved NVIDIA-H200 share, 0 of 2")
+	holdFor(t, holdWindow, func() error {
+		var h, r int
+		for _, name := range boundPods(t, nsA) {
+			if strings.HasPrefix(name, "rtx-") {
+				r++
+			} else {
+				h++
+			}
+		}
+		if h != 2 || r != 4 {
+			return fmt.Errorf("queue cards-a has %d H200 and %d RTX pods bound, want 2 (its deserved share) and 4", h, r)
+		}
+		return nil
+	})
+}
+
+// TestReclaimSettles: two queues' elastic jobs, whose evicted pods their
+// Deployments create again, on a full cluster: once B has its min, no pod
+// is evicted, and the split holds (SPEC §5.6): neither queue can take the
+// same capacity back.
+func TestReclaimSettles(t *testing.T) {
+	nsA := gpuQueue(t, "settle-a", 0, 10, true)
+	nsB := gpuQueue(t, "settle-b", 0, 10, true)
+	createNodes(t, gpuNodes("settle", 2, 5)...)
+	startScheduler(t)
+
+	deploy := func(ns, group string) {
+		createPodGroup(t, ns, group, 2)
+		d := cardDeployment(ns, group, h200, 10)
+		d.Spec.Template.Labels["scheduling.x-k8s.io/pod-group"] = group
+		if _, err := env.kube.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deploy(nsA, "a")
+	waitBoundCounts(t, nsA, map[string]int{"a": 10}, waitTimeout)
+	deploy(nsB, "b")
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		a, b := boundPerGang(t, nsA)["a"], boundPerGang(t, nsB)["b"]
+		return b >= 2 && a+b == 10, nil
+	})
+	if err != nil {
+		t.Fatalf("b never got its min on a full cluster: a %v, b %v", boundPerGang(t, nsA), boundPerGang(t, nsB))
+	}
+	settledA, settledB := boundPerGang(t, nsA)["a"], boundPerGang(t, nsB)["b"]
+	evictions := countEvents(t, nsA, "Reclaimed") + countEvents(t, nsB, "Reclaimed")
+	if evictions != 2 {
+		t.Errorf("%d pods were reclaimed for b's min of 2, want 2: one round, as few as needed", evictions)
+	}
+	holdFor(t, 60*time.Second, func() error {
+		a, b := boundPerGang(t, nsA)["a"], boundPerGang(t, nsB)["b"]
+		if a != settledA || b != settledB {
+			return fmt.Errorf("the split moved from %d/%d to %d/%d", settledA, settledB, a, b)
+		}
+		if n := countEvents(t, nsA, "Reclaimed") + countEvents(t, nsB, "Reclaimed"); n != evictions {
+			return fmt.Errorf("%d more pods were reclaimed after the split", n-evictions)
+		}
+		return nil
+	})
+	t.Logf("settled at %d/%d after %d reclaims", settledA, settledB, evictions)
+}
+
+// TestPreemptionAcrossNodes: a gang whose missing min spans several nodes
+// gets it by preemption in one round, with victims on three nodes, and the
+// scheduler's metrics count it (SPEC §5, §6).
+func TestPreemptionAcrossNodes(t *testing.T) {
+	ensurePriorityClasses(t)
+	ns := gpuQueue(t, "across", 0, 12, true)
+	createNodes(t, gpuNodes("across", 3, 2)...)
+	s := startScheduler(t, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
+
+	createPods(t, prioritized(lowPriority, cardPods(ns, "low", "", 6)...)...)
+	waitBoundCount(t, ns, 6)
+	podGroupWith(t, ns, "wide", 6, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.Preemptible})
+	createPods(t, prioritized(highPriority, gangPods(ns, "wide", 6, 1)...)...)
+	waitBoundCounts(t, ns, map[string]int{"wide": 6}, waitTimeout)
+	waitGangNote(t, ns, "wide", "Preempting", "evicted 6 pods on 3 nodes for its min of 6")
+	if n := countEvents(t, ns, "Preempting"); n != 1 {
+		t.Errorf("%d preemption rounds, want 1", n)
+	}
+	metrics := scrapeMetrics(t, s)
+	for _, want := range []string{`cardinal_preemption_evictions_total{reason="in-queue"} 6`, `cardinal_preemption_attempts_total{result="evicted"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+}
