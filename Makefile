@@ -42,9 +42,9 @@ $(addprefix $(BIN)/,$(GEN_TOOLS)): go.mod go.sum
 tools: $(addprefix $(BIN)/,$(GEN_TOOLS)) $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
 
 ## demo: the scheduler on a local control plane with simulated GPU nodes and example workloads
-##       (NODES=file and WORKLOADS=a.yaml,b.yaml to use your own)
+##       (NODES=file, WORKLOADS=a.yaml,b.yaml and THEN=c.yaml,d.yaml, one act each, to use your own)
 demo: $(CONTROL_PLANE)
-	$(GO) run ./cmd/demo $(if $(NODES),--nodes $(NODES)) $(if $(WORKLOADS),--workloads $(WORKLOADS))
+	$(GO) run ./cmd/demo $(if $(NODES),--nodes $(NODES)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) $(if $(THEN),--then $(THEN))
 
 ## test: formatting, vet and generated files checked, unit tests with -race, then integration tests on a real control plane
 test: verify verify-generate unit integration

@@ -2,9 +2,12 @@
 // plane (etcd and kube-apiserver), installs config/ as `kubectl apply -k`
 // would, creates simulated GPU nodes, runs cardinal-scheduler with
 // config/scheduler-config.yaml, applies the example workloads, plays the
-// kubelet for bound pods, and prints where everything went.
+// kubelet for bound pods, and prints where everything went. Then it plays
+// further acts one file at a time (by default a queue borrowing idle cards,
+// then another queue's job reclaiming them) and prints what each act placed
+// and evicted, and why.
 //
-//	go run ./cmd/demo --nodes examples/nodes.yaml --workloads examples/queues.yaml,examples/gang.yaml
+//	go run ./cmd/demo --nodes examples/nodes.yaml --workloads examples/queues.yaml,examples/gang.yaml --then ""
 package main
 
 import (
@@ -39,6 +42,8 @@ func run() error {
 	nodes := flag.String("nodes", ex("nodes.yaml"), "YAML file of the simulated nodes")
 	workloads := flag.String("workloads", strings.Join([]string{ex("namespaces.yaml"), ex("queues.yaml"), ex("gang.yaml"), ex("elastic.yaml"), ex("pods.yaml")}, ","),
 		"comma-separated YAML files applied in order (namespaces, queues, PodGroups, pods...)")
+	then := flag.String("then", strings.Join([]string{ex("borrow.yaml"), ex("reclaim.yaml")}, ","),
+		"comma-separated YAML files applied one at a time once the placements settle, each an act of its own (\"\" for none)")
 	schedConfig := flag.String("config", filepath.Join(root, "config", "scheduler-config.yaml"), "scheduler configuration")
 	settle := flag.Duration("settle", 8*time.Second, "how long nothing may change before the placement is reported")
 	hold := flag.Bool("hold", false, "keep the control plane running after the report, until interrupted")
@@ -106,6 +111,32 @@ func run() error {
 	fmt.Println()
 	if err := report(ctx, os.Stdout, cp.Config()); err != nil {
 		return err
+	}
+	for i, file := range strings.Split(*then, ",") {
+		if file == "" {
+			continue
+		}
+		fmt.Println()
+		before, err := podKeys(ctx, kube)
+		if err != nil {
+			return err
+		}
+		step("act %d: applying %s", i+2, file)
+		objs, err := controlplane.ReadManifests(file)
+		if err != nil {
+			return err
+		}
+		if err := applier.Apply(ctx, objs, false); err != nil {
+			return err
+		}
+		if err := settlePods(ctx, kube, sched, *settle); err != nil {
+			return fmt.Errorf("%w (scheduler log: %s)", err, sched.LogPath)
+		}
+		step("act %d settled", i+2)
+		fmt.Println()
+		if err := reportAct(ctx, os.Stdout, cp.Config(), before, objs); err != nil {
+			return err
+		}
 	}
 	if *hold {
 		kubeconfig, err := cp.WriteKubeconfig("admin.kubeconfig", false)

@@ -7,10 +7,12 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
@@ -25,53 +27,132 @@ import (
 // report prints each Cardinal pod's queue, node and card model, then each
 // PodGroup, then each queue's status with its use of each card model.
 func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
+	v, err := look(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := v.pods(w, func(*corev1.Pod) bool { return true }); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if err := reportGangs(ctx, w, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return reportQueues(ctx, w, cfg)
+}
+
+// reportAct prints what an act placed (the pods its objects made), what it
+// evicted (pods there before that are gone) with the reason Cardinal gave
+// each, what preemption said it did, and the queues' use of card models.
+func reportAct(ctx context.Context, w io.Writer, cfg *rest.Config, before map[string]bool, objs []*unstructured.Unstructured) error {
+	v, err := look(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	mine := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() == "Pod" {
+			mine[o.GetNamespace()+"/"+o.GetName()] = true
+		}
+	}
+	if err := v.pods(w, func(p *corev1.Pod) bool { return mine[p.Namespace+"/"+p.Name] }); err != nil {
+		return err
+	}
+	now := map[string]bool{}
+	for i := range v.list {
+		now[v.list[i].Namespace+"/"+v.list[i].Name] = true
+	}
+	var gone []string
+	for k := range before {
+		if !now[k] {
+			gone = append(gone, k)
+		}
+	}
+	sort.Strings(gone)
+	fmt.Fprintln(w)
+	if len(gone) == 0 {
+		fmt.Fprintln(w, "Nothing was evicted.")
+	} else {
+		events, err := evictionEvents(ctx, cfg, gone)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "EVICTED\tWHY")
+		for _, k := range gone {
+			fmt.Fprintf(tw, "%s\t%s\n", k, orDash(events[k]))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if note := events[preemptingKey]; note != "" {
+			fmt.Fprintf(w, "\n%s\n", note)
+		}
+	}
+	fmt.Fprintln(w)
+	return reportQueues(ctx, w, cfg)
+}
+
+// view is what the pod table needs from the API, read once.
+type view struct {
+	list     []corev1.Pod
+	cards    map[string]cardmodel.Node
+	nsLabels map[string]map[string]string
+	pgLabels map[string]map[string]string
+	warnings map[string]string
+}
+
+func look(ctx context.Context, cfg *rest.Config) (*view, error) {
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cards := map[string]cardmodel.Node{}
+	v := &view{cards: map[string]cardmodel.Node{}}
 	for i := range nodes.Items {
-		cards[nodes.Items[i].Name] = cardmodel.Detect(&nodes.Items[i])
+		v.cards[nodes.Items[i].Name] = cardmodel.Detect(&nodes.Items[i])
 	}
-	nsLabels, err := namespaceLabels(ctx, kube)
-	if err != nil {
-		return err
+	if v.nsLabels, err = namespaceLabels(ctx, kube); err != nil {
+		return nil, err
 	}
-	pgLabels, err := podGroupLabels(ctx, cfg)
-	if err != nil {
-		return err
+	if v.pgLabels, err = podGroupLabels(ctx, cfg); err != nil {
+		return nil, err
 	}
 	pods, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	warnings, err := latestWarnings(ctx, kube)
-	if err != nil {
-		return err
+	if v.warnings, err = latestWarnings(ctx, kube); err != nil {
+		return nil, err
 	}
-	sort.Slice(pods.Items, func(i, j int) bool {
-		a, b := pods.Items[i], pods.Items[j]
+	v.list = pods.Items
+	sort.Slice(v.list, func(i, j int) bool {
+		a, b := v.list[i], v.list[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
+	return v, nil
+}
 
+// pods prints the table of Cardinal's pods that keep says to show.
+func (v *view) pods(w io.Writer, keep func(*corev1.Pod) bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POD\tQUEUE\tNODE\tCARD MODEL\tCARDS\tSTATUS")
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.SchedulerName != "cardinal-scheduler" {
+	for i := range v.list {
+		p := &v.list[i]
+		if p.Spec.SchedulerName != "cardinal-scheduler" || !keep(p) {
 			continue
 		}
-		pg := pgLabels[p.Namespace+"/"+p.Labels["scheduling.x-k8s.io/pod-group"]]
-		queue := workload.QueueName(pg, p.Labels, nsLabels[p.Namespace], v1alpha1.DefaultQueueName)
+		pg := v.pgLabels[p.Namespace+"/"+p.Labels["scheduling.x-k8s.io/pod-group"]]
+		queue := workload.QueueName(pg, p.Labels, v.nsLabels[p.Namespace], v1alpha1.DefaultQueueName)
 		node, model, count, status := "-", "-", "-", string(p.Status.Phase)
 		if p.Spec.NodeName == "" {
-			status = "Pending: " + shorten(unschedulableMessage(p, warnings), 110)
+			status = "Pending: " + shorten(unschedulableMessage(p, v.warnings), 110)
 		} else {
 			node = p.Spec.NodeName
 			var models []string
 			var counts []string
-			for m, n := range cards[node].PodCards(p) {
+			for m, n := range v.cards[node].PodCards(p) {
 				models = append(models, m)
 				counts = append(counts, fmt.Sprint(n))
 			}
@@ -81,15 +162,7 @@ func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 		}
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, queue, node, model, count, status)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	if err := reportGangs(ctx, w, cfg); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	return reportQueues(ctx, w, cfg)
+	return tw.Flush()
 }
 
 // reportGangs prints each PodGroup's phase, as Cardinal keeps it.
@@ -180,6 +253,64 @@ func namespaceLabels(ctx context.Context, kube kubernetes.Interface) (map[string
 	out := map[string]map[string]string{}
 	for _, ns := range list.Items {
 		out[ns.Name] = ns.Labels
+	}
+	return out, nil
+}
+
+// preemptingKey holds, in evictionEvents' answer, what preemption told the
+// preemptors it evicted for them.
+const preemptingKey = ""
+
+// evictionEvents maps each evicted pod (namespace/name) to the reason
+// Cardinal gave it, and preemptingKey to what preemption told each
+// preemptor. Events are written in the background: it waits a little for
+// every evicted pod's.
+func evictionEvents(ctx context.Context, cfg *rest.Config, gone []string) (map[string]string, error) {
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	out := map[string]string{}
+	var preempting []string
+	for wait := 0; wait < 20; wait++ {
+		list, err := kube.EventsV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		preempting = preempting[:0]
+		for _, e := range list.Items {
+			k := e.Regarding.Namespace + "/" + e.Regarding.Name
+			switch {
+			case e.Regarding.Kind == "Pod" && (e.Reason == "Reclaimed" || e.Reason == "Preempted"):
+				out[k] = e.Reason + ": " + e.Note
+			case e.Reason == "Preempting":
+				preempting = append(preempting, fmt.Sprintf("%s %s: %s", e.Regarding.Kind, k, e.Note))
+			}
+		}
+		all := true
+		for _, k := range gone {
+			all = all && out[k] != ""
+		}
+		if all && len(preempting) > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	sort.Strings(preempting)
+	out[preemptingKey] = strings.Join(preempting, "\n")
+	return out, nil
+}
+
+// podKeys are namespace/name of every pod.
+func podKeys(ctx context.Context, kube kubernetes.Interface) (map[string]bool, error) {
+	list, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(list.Items))
+	for _, p := range list.Items {
+		out[p.Namespace+"/"+p.Name] = true
 	}
 	return out, nil
 }

@@ -168,8 +168,8 @@ func (p *Plugin) recordEvents(pod *corev1.Pod, pre state.Preemptor, res *result,
 	for _, v := range victims {
 		nodes[v.node] = true
 	}
-	note := fmt.Sprintf("evicted %d pods on %d nodes for its min of %d: %s; its members are nominated there and the room is kept for them",
-		len(victims), len(nodes), len(res.members), names(victims))
+	note := fmt.Sprintf("evicted %s on %s for its min of %d: %s; its members are nominated there and the room is kept for them",
+		count(len(victims), "pod"), count(len(nodes), "node"), len(res.members), names(victims))
 	if pre.Gang != "" {
 		rec.Eventf(p.state.PodGroupRef(pre.Gang), nil, corev1.EventTypeNormal, "Preempting", "Preempting", "%s", note)
 	} else {
@@ -189,4 +189,12 @@ func names(vs []victim) string {
 		return strings.Join(out[:most], ", ") + fmt.Sprintf(" and %d more", len(out)-most)
 	}
 	return strings.Join(out, ", ")
+}
+
+// count says n things in words: "1 pod", "3 pods".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

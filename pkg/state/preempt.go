@@ -54,7 +54,10 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 	}
 	p = Preemptor{Key: PreemptorKeyOf(pod), Gang: e.Gang, Queue: e.Queue, Priority: e.Priority, Pods: []*corev1.Pod{pod}, Missing: 1}
 	if ongoing := s.preemptions[p.Key]; ongoing != nil {
-		if n := ongoing.victims.Len(); n > 0 {
+		switch n := ongoing.victims.Len(); {
+		case n == 1:
+			return p, "1 pod evicted for it is still terminating; its room is kept for it", true
+		case n > 1:
 			return p, fmt.Sprintf("%d pods evicted for it are still terminating; their room is kept for it", n), true
 		}
 		return p, "the room made for it is kept while its members are placed", true
