@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -46,6 +47,9 @@ type sim struct {
 	nodes  map[string]fwk.NodeInfo
 	cloned map[string]bool
 	shapes []*shape
+	// victims are the PodInfos of the pods the plan removed, as the
+	// snapshot holds them (their requests computed once), to give back.
+	victims map[types.UID]fwk.PodInfo
 }
 
 // prefilterer runs the PreFilter plugins for a pod: kube-scheduler's
@@ -59,7 +63,7 @@ func newSim(ctx context.Context, h fwk.Handle) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sim{ctx: ctx, h: h, nodes: make(map[string]fwk.NodeInfo, len(infos)), cloned: map[string]bool{}}
+	s := &sim{ctx: ctx, h: h, nodes: make(map[string]fwk.NodeInfo, len(infos)), cloned: map[string]bool{}, victims: map[types.UID]fwk.PodInfo{}}
 	for _, ni := range infos {
 		s.nodes[ni.Node().Name] = ni
 	}
@@ -105,6 +109,29 @@ func (s *sim) remove(pi fwk.PodInfo, node string) error {
 		}
 	}
 	return nil
+}
+
+// victim is a pod's PodInfo as the snapshot of its node holds it, so adding
+// it back does not compute its requests again; a new one if the snapshot
+// does not hold it.
+func (s *sim) victim(pod *corev1.Pod, node string) (fwk.PodInfo, error) {
+	if info := s.victims[pod.UID]; info != nil {
+		return info, nil
+	}
+	if ni := s.nodes[node]; ni != nil {
+		for _, info := range ni.GetPods() {
+			if info.GetPod().UID == pod.UID {
+				s.victims[pod.UID] = info
+				return info, nil
+			}
+		}
+	}
+	info, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return nil, err
+	}
+	s.victims[pod.UID] = info
+	return info, nil
 }
 
 func (s *sim) fits(m *member, node string) bool {
@@ -161,8 +188,36 @@ type result struct {
 	evicted []*unit
 }
 
-// plan finds room for pre's missing min among units, or says why there is none.
+// plan finds room for pre's missing min among units, or says why there is
+// none. It looks among elastic pods alone first, then adds single pods,
+// then whole gangs (SPEC §5.3): a gang is broken only when lesser victims
+// cannot make the room, wherever they are.
 func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit) (*result, string, error) {
+	var res *result
+	var why string
+	tried := -1
+	for _, most := range []kind{elasticPod, singlePod, wholeGang} {
+		var some []*unit
+		for _, u := range units {
+			if u.kind <= most {
+				some = append(some, u)
+			}
+		}
+		if len(some) == 0 || len(some) == tried {
+			continue
+		}
+		tried = len(some)
+		var err error
+		if res, why, err = planAmong(ctx, h, pre, some); err != nil || why == "" {
+			return res, why, err
+		}
+	}
+	return res, why, nil
+}
+
+// planAmong finds room for pre's missing min with every unit gone, then
+// gives units back while the room stays.
+func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit) (*result, string, error) {
 	s, err := newSim(ctx, h)
 	if err != nil {
 		return nil, "", err
@@ -189,7 +244,7 @@ func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit)
 			if _, ok := s.nodes[p.Node]; !ok {
 				continue
 			}
-			info, err := framework.NewPodInfo(p.Pod)
+			info, err := s.victim(p.Pod, p.Node)
 			if err != nil {
 				return nil, "", err
 			}
@@ -321,7 +376,7 @@ func (s *sim) giveBack(units []*unit, affected []*member) (bool, error) {
 			if _, ok := s.nodes[p.Node]; !ok {
 				continue
 			}
-			info, err := framework.NewPodInfo(p.Pod)
+			info, err := s.victim(p.Pod, p.Node)
 			if err != nil {
 				return false, err
 			}

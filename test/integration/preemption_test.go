@@ -105,6 +105,45 @@ func wholeLowPriorityGangGoes(t *testing.T, i int, configPath string) {
 	waitVictimEvent(t, ns, "low-", "Preempted", "this gang has priority 10")
 }
 
+// TestElasticPodsBeforeWholeGangs: two low-priority gangs (min 2 of 4),
+// one per node; a higher-priority gang of 4 one-card pods could take one
+// node whole, breaking a gang, or the elastic pods of both: it takes the
+// elastic pods, and neither gang goes below its min (SPEC §5.3).
+func TestElasticPodsBeforeWholeGangs(t *testing.T) {
+	ensurePriorityClasses(t)
+	ns := gpuQueue(t, "elastic-first", 8, 8, true)
+	var nodes []*corev1.Node
+	for i := range 2 {
+		nodes = append(nodes, builder.MakeNode(fmt.Sprintf("eflow-%d", i)).GPU("NVIDIA-H200", 4).Label("cardinal.dev/test-slot", fmt.Sprint(i)).Obj())
+	}
+	createNodes(t, nodes...)
+	startScheduler(t)
+
+	for i, g := range []string{"x", "y"} {
+		createPodGroup(t, ns, g, 2)
+		pods := prioritized(lowPriority, gangPods(ns, g, 4, 1)...)
+		for _, p := range pods {
+			p.Spec.NodeSelector = map[string]string{"cardinal.dev/test-slot": fmt.Sprint(i)}
+		}
+		createPods(t, pods...)
+	}
+	waitBoundCounts(t, ns, map[string]int{"x": 4, "y": 4}, waitTimeout)
+
+	podGroupWith(t, ns, "high", 4, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible})
+	createPods(t, prioritized(highPriority, gangPods(ns, "high", 4, 1)...)...)
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		got := boundPerGang(t, ns)
+		if got["x"] < 2 || got["y"] < 2 {
+			return false, fmt.Errorf("a low gang lost more than its elastic pods: %v", got)
+		}
+		return got["high"] == 4, nil
+	})
+	if err != nil {
+		t.Fatalf("high did not get its min from elastic pods alone: %v (%v)", err, boundPerGang(t, ns))
+	}
+	holdCountsWithin(t, ns, holdWindow, map[string][2]int{"x": {2, 2}, "y": {2, 2}, "high": {4, 4}})
+}
+
 // TestNothingEvictedWhenMinCannotFit: with A (min 5 of 8) on 8 GPUs, B
 // (min 5, same priority) may take only A's 3 elastic pods, which cannot
 // fit its min: nothing is evicted, all of A stays (SPEC §5.5).
