@@ -127,6 +127,10 @@ func run() error {
 				return fmt.Errorf("%s with %s: %w", w.Name, s.Name, err)
 			}
 			fmt.Printf("%d/%d bound, %.0f pods/s, attempt p99 %.2f ms, partial gangs %d\n", r.Bound, r.Pods, r.PodsPerSecond, r.AttemptP99, r.PartialGangs)
+			if pr := r.Preempt; pr != nil {
+				fmt.Printf("%28s %d/%d gangs bound, %.2f gangs/s, arrival to min bound p50 %.0f ms p99 %.0f ms, %d evictions (%.1f per gang), %d low-priority gangs left below min\n",
+					"", pr.GangsBound, pr.Gangs, pr.GangsPerSecond, pr.P50, pr.P99, pr.Evictions, pr.EvictionsPerGang, pr.PartialVictimGang)
+			}
 			results = append(results, r)
 		}
 	}

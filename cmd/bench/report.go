@@ -35,6 +35,10 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f | %.2f | %.2f | %d | %s |\n", r.Workload, r.Scheduler, r.Pods, r.Bound, r.PodsPerSecond, r.AttemptP50, r.AttemptP99, r.PartialGangs, vs)
 	}
 
+	if err := renderPreemption(&b, results); err != nil {
+		return "", err
+	}
+
 	b.WriteString("\n## Cardinal's plugins, p99 per call (ms)\n\nFrom `scheduler_plugin_execution_duration_seconds`, which kube-scheduler samples (about one cycle in ten).\n\n")
 	points := map[string]bool{}
 	for _, r := range results {
@@ -94,6 +98,39 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 	ratio("Filter+Reserve p99, 1000 queues / 10 queues", p99At[1000], p99At[10], "≤ 1.2")
 	ratio("Cardinal / default, cards over 1000 queues (pods/s)", pps("cards-1000q/cardinal"), pps("cards-1000q/default"), "-")
 	return b.String(), nil
+}
+
+// renderPreemption writes the preemption workload's own numbers: gangs, not
+// pods, are what a preempting user waits for.
+func renderPreemption(b *strings.Builder, results []result) error {
+	var rows []result
+	var def *preemptResult
+	for _, r := range results {
+		if r.Preempt != nil {
+			rows = append(rows, r)
+			if r.Scheduler == "default" {
+				def = r.Preempt
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	b.WriteString("\n## Preemption\n\n")
+	b.WriteString("Every node starts full of low-priority (preemptible) work, bound before the scheduler starts, in thirds: an elastic gang of 8 one-card pods with min 4, 8 single pods, or a rigid gang of 8 with min 8. ")
+	b.WriteString("Once the scheduler is ready, the high-priority gangs of 8 one-card pods arrive. Time is from a gang's arrival to its min bound; ")
+	b.WriteString("low-priority gangs left below min are victims' gangs with some but fewer than their min pods left. The default profile preempts pod by pod, knowing no gangs.\n\n")
+	b.WriteString("| scheduler | gangs bound | gangs/s | p50 ms | p99 ms | evictions | evictions per gang | low-priority gangs left below min | gangs/s vs default |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		pr := r.Preempt
+		vs := "-"
+		if def != nil && r.Scheduler != "default" && def.GangsPerSecond > 0 {
+			vs = fmt.Sprintf("%.2f", pr.GangsPerSecond/def.GangsPerSecond)
+		}
+		fmt.Fprintf(b, "| %s | %d/%d | %.2f | %.0f | %.0f | %d | %.1f | %d | %s |\n",
+			r.Scheduler, pr.GangsBound, pr.Gangs, pr.GangsPerSecond, pr.P50, pr.P99, pr.Evictions, pr.EvictionsPerGang, pr.PartialVictimGang, vs)
+	}
+	return nil
 }
 
 func commit(root string) string {

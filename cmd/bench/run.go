@@ -56,6 +56,8 @@ type result struct {
 	PluginP99 map[string]float64
 	// PartialGangs are gangs with some but fewer than min pods bound at the end.
 	PartialGangs int
+	// Preempt is what the preemption workload measured, nil for others.
+	Preempt *preemptResult
 }
 
 // quiet is how long binding must stop before a contended run ends.
@@ -87,11 +89,18 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 
 	binds := newBindLog()
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(benchNamespace))
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	pods := factory.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) { binds.observe(obj.(*corev1.Pod)) },
 		AddFunc:    func(obj any) { binds.observe(obj.(*corev1.Pod)) },
 	}); err != nil {
 		return res, err
+	}
+	evicted := newEvictions(w)
+	if w.Preempt {
+		if _, err := pods.AddEventHandler(evicted.handler()); err != nil {
+			return res, err
+		}
 	}
 	stop := make(chan struct{})
 	defer close(stop)
@@ -110,6 +119,12 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 	if profileDir != "" && s.Name == "cardinal" {
 		go profileCPU(ctx, sched.Port, filepath.Join(profileDir, w.Name+".pprof"))
 	}
+	var arrived map[string]time.Time
+	if w.Preempt {
+		if arrived, err = arrive(ctx, cp, w); err != nil {
+			return res, err
+		}
+	}
 	// Until every pod is bound, or a contended run stops binding; a run
 	// that reaches neither within the timeout is reported as it stands.
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, false, func(context.Context) (bool, error) {
@@ -124,6 +139,15 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 	}
 	res.Bound, res.PodsPerSecond = binds.rate(ready)
 	res.PartialGangs = binds.partialGangs(w.GangSize)
+	if w.Preempt {
+		pr := &preemptResult{Gangs: w.Gangs}
+		pr.GangsBound, pr.GangsPerSecond, pr.P50, pr.P99 = binds.gangTimes(arrived, w.GangSize)
+		pr.Evictions, pr.PartialVictimGang = evicted.partial()
+		if pr.GangsBound > 0 {
+			pr.EvictionsPerGang = float64(pr.Evictions) / float64(pr.GangsBound)
+		}
+		res.Preempt = pr
+	}
 	metrics, err := scrape(ctx, sched.Port)
 	if err != nil {
 		return res, err
@@ -204,6 +228,13 @@ func create(ctx context.Context, cp *controlplane.ControlPlane, w workload) erro
 	if err := parallel(jobs); err != nil {
 		return err
 	}
+	if w.Preempt {
+		// The high-priority pods arrive once the scheduler runs (arrive).
+		return createFillers(ctx, kube, func(pg *schedv1alpha1.PodGroup) error {
+			_, err := pgs.SchedulingV1alpha1().PodGroups(benchNamespace).Create(ctx, pg, metav1.CreateOptions{})
+			return err
+		}, w)
+	}
 	jobs = jobs[:0]
 	for _, p := range w.pods() {
 		jobs = append(jobs, func() error {
@@ -256,7 +287,7 @@ type bindLog struct {
 func newBindLog() *bindLog { return &bindLog{at: map[string]time.Time{}, gangOf: map[string]string{}} }
 
 func (b *bindLog) observe(p *corev1.Pod) {
-	if p.Spec.NodeName == "" {
+	if p.Spec.NodeName == "" || fillerOf(p) {
 		return
 	}
 	b.mu.Lock()

@@ -33,6 +33,9 @@ type workload struct {
 	// Contended workloads do not all fit: the run ends when binding stops,
 	// and partial gangs are counted.
 	Contended bool
+	// Preempt fills every node with low-priority work before the scheduler
+	// starts (preempt.go); the Gangs then arrive at high priority.
+	Preempt bool
 	// Peer tells whether scheduler-plugins' scheduler can be compared on it
 	// (it has no card-model quota).
 	Peer bool
@@ -58,6 +61,8 @@ func workloads(mode string) []workload {
 		{Name: "contended", About: "gangs of 16 one-card pods asking for twice the GPUs there are: half the gangs fit",
 			Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(200, 64), GangSize: 16, PodGPUs: 1, Contended: true, Peer: true},
 	}
+	out = append(out, workload{Name: "preemption", About: "nodes full of low-priority elastic gangs and single pods; high-priority gangs of 8 one-card pods arrive",
+		Nodes: nodes, GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(50, 20), GangSize: 8, PodGPUs: 1, Preempt: true})
 	for _, q := range []int{20, 10, 100, 1000} {
 		out = append(out, workload{
 			Name: fmt.Sprintf("cards-%dq", q), About: fmt.Sprintf("one-card pods asking for any of 4 models, over %d queues with quota per model", q),
@@ -82,12 +87,18 @@ func (w workload) nodes() []*corev1.Node {
 
 // queues give every queue enough quota of every model for its share of the
 // pods, so quota never limits: the runs measure its cost, not its effect.
+// The preemption workload's high-priority pods are non-preemptible, which
+// a queue admits within its guarantee: it guarantees every card.
 func (w workload) queues() []*v1alpha1.Queue {
 	out := make([]*v1alpha1.Queue, 0, w.Queues)
 	for i := range w.Queues {
 		q := builder.MakeQueue(queueName(i))
 		for _, m := range w.Models {
-			q.Card(m, 0, int32(w.Nodes*w.GPUs))
+			var guarantee int32
+			if w.Preempt {
+				guarantee = int32(w.Nodes * w.GPUs)
+			}
+			q.Card(m, guarantee, int32(w.Nodes*w.GPUs))
 		}
 		out = append(out, q.Obj())
 	}
@@ -121,6 +132,9 @@ func (w workload) pods() []*corev1.Pod {
 		}
 		if gang != "" {
 			p.Label(schedv1alpha1.PodGroupLabel, gang)
+		}
+		if w.Preempt {
+			p.Spec.PriorityClassName = highClass
 		}
 		out = append(out, p.Obj())
 	}
