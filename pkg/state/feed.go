@@ -190,7 +190,12 @@ func (s *State) OnPod(pod *corev1.Pod) {
 		return
 	}
 	if isTerminal(pod) {
-		s.OnPodGone(pod)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			s.victimGoneLocked(pod.UID) // finished: its node is free
+		}
+		s.podGoneLocked(pod)
 		return
 	}
 	s.mu.Lock()
@@ -203,10 +208,10 @@ func (s *State) OnPod(pod *corev1.Pod) {
 // gone for good, so its room is free for the preemptor.
 func (s *State) OnPodDeleted(pod *corev1.Pod) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.victimGoneLocked(pod.UID)
 	s.claimDoneLocked(pod.UID)
-	s.mu.Unlock()
-	s.OnPodGone(pod)
+	s.podGoneLocked(pod)
 }
 
 // OnPodGone forgets a deleted or finished pod. A gang that loses members
@@ -215,6 +220,10 @@ func (s *State) OnPodDeleted(pod *corev1.Pod) {
 func (s *State) OnPodGone(pod *corev1.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.podGoneLocked(pod)
+}
+
+func (s *State) podGoneLocked(pod *corev1.Pod) {
 	if pod.Spec.SchedulerName != s.settings.SchedulerName {
 		s.removeForeignLocked(pod)
 		return

@@ -178,7 +178,8 @@ func (s *State) removePodLocked(uid types.UID) {
 	}
 	s.chargeLocked(e, -1)
 	s.forgetWaitLocked(e)
-	s.victimGoneLocked(uid)
+	// A victim that is only terminating still holds its node: it stays a
+	// victim until it is deleted or finished (OnPodDeleted, OnPod).
 	s.claimDoneLocked(uid)
 	if e.placed() {
 		s.unindexNodeLocked(e)
@@ -247,9 +248,10 @@ func (s *State) unplaceLocked(e *podEntry) {
 	if !e.placed() {
 		return
 	}
-	// A victim rejected at Permit or in PreBind, or finished, frees its room
-	// as one deleted does.
+	// A victim rejected at Permit or in PreBind frees its room as one
+	// deleted does; a member that gives back its room has it kept again.
 	s.victimGoneLocked(e.pod.UID)
+	s.unuseClaimLocked(e.pod)
 	s.chargeLocked(e, -1)
 	s.unindexNodeLocked(e)
 	g := s.gangs[e.Gang]

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -8,8 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
@@ -166,9 +171,13 @@ type preemption struct {
 	victims sets.Set[types.UID]
 	// claims are, per member, the node its room is kept on.
 	claims map[types.UID]Claim
+	// used are the claims placed pods of the preemptor took, by the placed
+	// pod: given back to the members if it is unreserved.
+	used map[types.UID]Claim
 	// members are the preemptor's pods, woken when the victims are gone.
 	members []*corev1.Pod
-	started time.Time
+	// deadline ends the preemption even if a victim never goes.
+	deadline time.Time
 	// gone is when the last victim went; zero while one remains.
 	gone time.Time
 }
@@ -183,10 +192,11 @@ type Claim struct {
 	Request quota.Resources
 }
 
-// claimTTL bounds how long room stays kept for a preemptor whose victims
-// do not go, and claimSettle how long after they went for members that
-// are not placed: a preemptor whose room was taken or that never comes
-// back neither keeps it for ever nor is kept from preempting again.
+// claimTTL bounds how long, beyond its victims' termination grace period,
+// room stays kept for a preemptor whose victims do not go (a finalizer
+// that never ends), and claimSettle how long after they went for members
+// that are not placed: a preemptor whose room was taken or that never
+// comes back neither keeps it for ever nor is kept from preempting again.
 const (
 	claimTTL    = 5 * time.Minute
 	claimSettle = 30 * time.Second
@@ -200,12 +210,17 @@ func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.preemptions[p.Key]; old != nil {
-		s.endPreemptionLocked(old)
+		s.endPreemptionLocked(old, false) // the members are nominated anew
 	}
-	pr := &preemption{key: p.Key, victims: sets.New(victims...), claims: map[types.UID]Claim{}, started: s.clock.Now()}
+	var grace time.Duration
 	for _, uid := range victims {
 		s.victimOf[uid] = p.Key
+		if e := s.pods[uid]; e != nil {
+			grace = max(grace, gracePeriod(e.pod))
+		}
 	}
+	pr := &preemption{key: p.Key, victims: sets.New(victims...), claims: map[types.UID]Claim{}, used: map[types.UID]Claim{},
+		deadline: s.clock.Now().Add(grace + claimTTL)}
 	touched := sets.New[string]()
 	for pod, node := range nominated {
 		pr.members = append(pr.members, pod)
@@ -213,7 +228,7 @@ func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev
 		if e == nil {
 			continue
 		}
-		c := Claim{Key: p.Key, Pod: pod.UID, Node: node, Request: e.Request}
+		c := Claim{Key: p.Key, Pod: pod.UID, Node: node, Request: quota.PodRequests(pod)}
 		pr.claims[pod.UID] = c
 		s.claimOf[pod.UID] = p.Key
 		touched.Insert(node)
@@ -250,20 +265,45 @@ func (s *State) victimGoneLocked(uid types.UID) {
 // or, for another pod of the same preemptor (any pod of a gang may be one
 // of its min), a claim of the preemptor's on that node, whose room it took.
 func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
-	if _, ok := s.claimOf[pod.UID]; ok {
-		s.claimDoneLocked(pod.UID)
-		return
-	}
 	pr := s.preemptions[PreemptorKeyOf(pod)]
 	if pr == nil {
 		return
 	}
-	for uid, c := range pr.claims {
-		if c.Node == node {
-			s.claimDoneLocked(uid)
-			return
+	c, ok := pr.claims[pod.UID]
+	if !ok || c.Node != node {
+		ok = false
+		for _, other := range pr.claims {
+			if other.Node == node {
+				c, ok = other, true
+				break
+			}
 		}
 	}
+	if ok {
+		pr.used[pod.UID] = c
+		s.claimDoneLocked(c.Pod)
+	}
+}
+
+// unuseClaimLocked keeps the room again that pod took from its
+// preemptor's claims, when pod gives it back (unreserved) while the
+// preemption is under way.
+func (s *State) unuseClaimLocked(pod *corev1.Pod) {
+	pr := s.preemptions[PreemptorKeyOf(pod)]
+	if pr == nil {
+		return
+	}
+	c, ok := pr.used[pod.UID]
+	if !ok {
+		return
+	}
+	delete(pr.used, pod.UID)
+	if _, taken := s.claimOf[c.Pod]; taken {
+		return
+	}
+	pr.claims[c.Pod] = c
+	s.claimOf[c.Pod] = pr.key
+	s.refreshClaimsLocked(c.Node)
 }
 
 // claimDoneLocked drops a member's claim: it was placed, or it is gone.
@@ -285,7 +325,10 @@ func (s *State) claimDoneLocked(uid types.UID) {
 	}
 }
 
-func (s *State) endPreemptionLocked(pr *preemption) {
+// endPreemptionLocked forgets a preemption. With dropNominations, the members
+// that did not take their room lose their nomination too, so the room is
+// not held for them any more by kube-scheduler's nominator either.
+func (s *State) endPreemptionLocked(pr *preemption, dropNominations bool) {
 	for uid := range pr.victims {
 		delete(s.victimOf, uid)
 	}
@@ -296,6 +339,51 @@ func (s *State) endPreemptionLocked(pr *preemption) {
 	for _, c := range pr.claims {
 		s.refreshClaimsLocked(c.Node)
 	}
+	if !dropNominations || len(pr.claims) == 0 {
+		return
+	}
+	var stale []*corev1.Pod
+	for _, m := range pr.members {
+		if _, ok := pr.claims[m.UID]; ok {
+			stale = append(stale, m)
+		}
+	}
+	s.out.push(func(fw Framework) { unnominate(fw, stale) })
+}
+
+// nominator is what clearing a nomination needs of the framework handle.
+type nominator interface {
+	DeleteNominatedPodIfExists(pod *corev1.Pod)
+	ClientSet() kubernetes.Interface
+}
+
+// unnominate clears pods' nominated nodes, in the scheduler and in their
+// status (which the scheduler reads back on any update of the pod).
+func unnominate(fw Framework, pods []*corev1.Pod) {
+	n, ok := fw.(nominator)
+	if !ok {
+		return
+	}
+	for _, pod := range pods {
+		n.DeleteNominatedPodIfExists(pod)
+	}
+	go func() {
+		ctx := context.Background()
+		for _, pod := range pods {
+			patch := []byte(`{"status":{"nominatedNodeName":null}}`)
+			if _, err := n.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
+				klog.FromContext(ctx).V(2).Info("Clearing a nomination", "pod", klog.KObj(pod), "err", err)
+			}
+		}
+	}()
+}
+
+// gracePeriod is how long a pod may take to terminate once deleted.
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds * time.Second
 }
 
 // expirePreemptionsLocked ends preemptions whose members have not come for
@@ -303,8 +391,8 @@ func (s *State) endPreemptionLocked(pr *preemption) {
 // all, and wakes the members: they may preempt again.
 func (s *State) expirePreemptionsLocked() {
 	for _, pr := range s.preemptions {
-		if s.clock.Since(pr.started) > claimTTL || (!pr.gone.IsZero() && s.clock.Since(pr.gone) > claimSettle) {
-			s.endPreemptionLocked(pr)
+		if s.clock.Now().After(pr.deadline) || (!pr.gone.IsZero() && s.clock.Since(pr.gone) > claimSettle) {
+			s.endPreemptionLocked(pr, true)
 			s.activateLocked(slices.Values(pr.members))
 		}
 	}

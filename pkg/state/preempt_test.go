@@ -2,11 +2,17 @@ package state
 
 import (
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/gang"
@@ -245,5 +251,127 @@ func TestVictimAtPermitFreesItsRoom(t *testing.T) {
 	}
 	if _, reason, waiting := s.PreemptorOf(p); !waiting || strings.Contains(reason, "terminating") {
 		t.Errorf("PreemptorOf = %q, waiting %v: want the room kept, no victim left", reason, waiting)
+	}
+}
+
+// TestVictimGoneOnlyWhenItsNodeIsFree: a victim that is only terminating
+// still holds its node, so its preemptor waits (no second round, SPEC
+// §5.8) though the victim is no longer charged or offered; it is gone when
+// deleted or when it has finished.
+func TestVictimGoneOnlyWhenItsNodeIsFree(t *testing.T) {
+	tests := []struct {
+		name string
+		gone func(s *State, victim *corev1.Pod)
+	}{
+		{"deleted", func(s *State, victim *corev1.Pod) { s.OnPodDeleted(victim) }},
+		{"finished", func(s *State, victim *corev1.Pod) {
+			done := victim.DeepCopy()
+			done.Status.Phase = corev1.PodSucceeded
+			s.OnPod(done)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newTestState()
+			s.OnQueue(builder.MakeQueue("q").Obj())
+			s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
+			victim := bound(single("low"), "n")
+			s.OnPod(victim)
+			p := single("high")
+			s.OnPod(p)
+			pre, _, _ := s.PreemptorOf(p)
+			s.Preempted(pre, []types.UID{victim.UID}, map[*corev1.Pod]string{p: "n"})
+
+			terminating := victim.DeepCopy()
+			now := metav1.NewTime(t0)
+			terminating.DeletionTimestamp = &now
+			s.OnPod(terminating)
+			if _, reason, waiting := s.PreemptorOf(p); !waiting || !strings.Contains(reason, "1 pod evicted for it is still terminating") {
+				t.Errorf("while the victim terminates: PreemptorOf = %q, waiting %v", reason, waiting)
+			}
+			if placed := s.PlacedIn("q"); len(placed) != 0 {
+				t.Errorf("a terminating pod offered as a victim: %v", placed)
+			}
+			tc.gone(s, terminating)
+			if _, reason, waiting := s.PreemptorOf(p); !waiting || strings.Contains(reason, "terminating") {
+				t.Errorf("after the victim went: PreemptorOf = %q, waiting %v; want the room kept, no victim left", reason, waiting)
+			}
+		})
+	}
+}
+
+// TestUnreservedMemberGetsItsRoomKept: a member that took its kept room
+// and gave it back (its gang did not complete at Permit) has it kept again
+// while the preemption is under way.
+func TestUnreservedMemberGetsItsRoomKept(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 2).Obj())
+	victim := bound(single("low"), "n")
+	s.OnPod(victim)
+	s.OnPodGroup(podGroup("g", 2, nil))
+	g0, g1 := member("g", 0), member("g", 1)
+	s.OnPod(g0)
+	s.OnPod(g1)
+	pre, _, _ := s.PreemptorOf(g0)
+	s.Preempted(pre, []types.UID{victim.UID}, map[*corev1.Pod]string{g0: "n", g1: "n"})
+	if st := s.Reserve(g0, "n"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if got := s.ClaimsOn("n"); len(got) != 1 || got[0].Pod != g1.UID {
+		t.Errorf("claims on n with g-0 reserved: %+v, want g-1's", got)
+	}
+	s.Unreserve(g0)
+	if got := s.ClaimsOn("n"); len(got) != 2 {
+		t.Errorf("claims on n after g-0 gave its room back: %+v, want both members'", got)
+	}
+}
+
+// nominatingFramework records the nominations the state clears.
+type nominatingFramework struct {
+	fakeFramework
+	mu      sync.Mutex
+	cleared []string
+	client  *fake.Clientset
+}
+
+func (f *nominatingFramework) DeleteNominatedPodIfExists(pod *corev1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cleared = append(f.cleared, pod.Name)
+}
+
+func (f *nominatingFramework) ClientSet() kubernetes.Interface { return f.client }
+
+// TestPreemptionDeadline: room is kept for as long as the victims may take
+// to terminate, plus claimTTL; then the preemption ends, the members are
+// woken and the nominations of those that did not take their room are
+// cleared.
+func TestPreemptionDeadline(t *testing.T) {
+	s, clk := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
+	victim := bound(single("low"), "n")
+	victim.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	s.OnPod(victim)
+	p := single("high")
+	s.OnPod(p)
+	pre, _, _ := s.PreemptorOf(p)
+	s.Preempted(pre, []types.UID{victim.UID}, map[*corev1.Pod]string{p: "n"})
+
+	clk.Step(claimTTL + tickEvery)
+	s.tick()
+	if !s.PreemptionUnderWay(p) {
+		t.Fatal("room let go before the victim's grace period ended")
+	}
+	clk.Step(10 * time.Minute)
+	s.tick()
+	fw := &nominatingFramework{client: fake.NewClientset(p)}
+	s.Flush(fw)
+	if s.PreemptionUnderWay(p) || len(s.ClaimsOn("n")) != 0 || len(s.victimOf) != 0 || len(s.claimOf) != 0 {
+		t.Errorf("preemption still under way after its deadline: %v", s.preemptions)
+	}
+	if !cmp.Equal(fw.activated, []string{"ns/high"}) || !cmp.Equal(fw.cleared, []string{"high"}) {
+		t.Errorf("woke %v and cleared the nominations of %v, want ns/high and high", fw.activated, fw.cleared)
 	}
 }
