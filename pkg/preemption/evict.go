@@ -82,7 +82,7 @@ func (p *Plugin) execute(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 		p.handle.AddNominatedPod(logger, m.info, ni)
 	}
 	p.state.Preempted(pre, uids, nominated)
-	recordAttempt(victims, "evicted")
+	recordAttempt(len(victims))
 	if logger.V(2).Enabled() {
 		names := make([]klog.ObjectRef, len(victims))
 		for i, v := range victims {
@@ -103,6 +103,7 @@ func (p *Plugin) actuate(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 			logger.Error(err, "Evicting for a preemptor", "victim", klog.KObj(v.pod), "preemptor", who(pre, pod))
 			return
 		}
+		recordEviction(v.reclaim)
 		reason := "Preempted"
 		if v.reclaim {
 			reason = "Reclaimed"

@@ -46,17 +46,16 @@ func registerMetrics() {
 }
 
 // recordAttempt counts an attempt that evicted victims.
-func recordAttempt(victims []victim, result string) {
-	attempts.WithLabelValues(result).Inc()
-	if len(victims) == 0 {
-		return
+func recordAttempt(victims int) {
+	attempts.WithLabelValues("evicted").Inc()
+	victimsPerAttempt.Observe(float64(victims))
+}
+
+// recordEviction counts a victim evicted.
+func recordEviction(reclaim bool) {
+	reason := "in-queue"
+	if reclaim {
+		reason = "reclaim"
 	}
-	victimsPerAttempt.Observe(float64(len(victims)))
-	for _, v := range victims {
-		reason := "in-queue"
-		if v.reclaim {
-			reason = "reclaim"
-		}
-		evictions.WithLabelValues(reason).Inc()
-	}
+	evictions.WithLabelValues(reason).Inc()
 }

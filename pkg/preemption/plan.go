@@ -112,26 +112,41 @@ func (s *sim) remove(pi fwk.PodInfo, node string) error {
 }
 
 // victim is a pod's PodInfo as the snapshot of its node holds it, so adding
-// it back does not compute its requests again; a new one if the snapshot
-// does not hold it.
-func (s *sim) victim(pod *corev1.Pod, node string) (fwk.PodInfo, error) {
+// it back does not compute its requests again; nil if the snapshot does
+// not hold it there.
+func (s *sim) victim(pod *corev1.Pod, node string) fwk.PodInfo {
 	if info := s.victims[pod.UID]; info != nil {
-		return info, nil
+		return info
 	}
 	if ni := s.nodes[node]; ni != nil {
 		for _, info := range ni.GetPods() {
 			if info.GetPod().UID == pod.UID {
 				s.victims[pod.UID] = info
-				return info, nil
+				return info
 			}
 		}
 	}
-	info, err := framework.NewPodInfo(pod)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// held keeps the units whose every pod the snapshot holds where the state
+// says it is placed. The two are fed by separate informers: a unit the
+// snapshot does not see yet, or no longer, is not offered this time.
+func (s *sim) held(units []*unit) []*unit {
+	out := units[:0:0]
+	for _, u := range units {
+		all := true
+		for _, p := range u.pods {
+			if s.victim(p.Pod, p.Node) == nil {
+				all = false
+				break
+			}
+		}
+		if all {
+			out = append(out, u)
+		}
 	}
-	s.victims[pod.UID] = info
-	return info, nil
+	return out
 }
 
 func (s *sim) fits(m *member, node string) bool {
@@ -238,17 +253,11 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 		}
 		members = append(members, &member{pod: pod, info: info, st: sh})
 	}
+	units = s.held(units)
 	cost := map[string]int{}
 	for _, u := range units {
 		for _, p := range u.pods {
-			if _, ok := s.nodes[p.Node]; !ok {
-				continue
-			}
-			info, err := s.victim(p.Pod, p.Node)
-			if err != nil {
-				return nil, "", err
-			}
-			if err := s.remove(info, p.Node); err != nil {
+			if err := s.remove(s.victim(p.Pod, p.Node), p.Node); err != nil {
 				return nil, "", err
 			}
 			cost[p.Node] += 1 + 1000*int(u.kind)
@@ -373,13 +382,7 @@ func (s *sim) giveBack(units []*unit, affected []*member) (bool, error) {
 	}
 	for _, u := range units {
 		for _, p := range u.pods {
-			if _, ok := s.nodes[p.Node]; !ok {
-				continue
-			}
-			info, err := s.victim(p.Pod, p.Node)
-			if err != nil {
-				return false, err
-			}
+			info := s.victim(p.Pod, p.Node)
 			if err := s.add(info, p.Node); err != nil {
 				return false, err
 			}

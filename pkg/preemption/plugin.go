@@ -97,15 +97,66 @@ func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for room made for it: "+reason)
 	}
 	if reason != "" {
-		return nil, p.giveUp(cs, "no preemption: "+reason)
+		attempts.WithLabelValues("not-eligible").Inc()
+		return unnominated, p.giveUp(cs, "no preemption: "+reason)
+	}
+	if wait := p.terminatingFor(pre); wait != "" {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for room made for it: "+wait)
 	}
 	start := time.Now()
 	res, st := p.preempt(ctx, pod, pre)
 	attemptDuration.Observe(time.Since(start).Seconds())
 	if !st.IsSuccess() && st.Code() != fwk.Error {
-		return nil, p.giveUp(cs, st.Message())
+		return unnominated, p.giveUp(cs, st.Message())
 	}
 	return res, st
+}
+
+// unnominated clears a pod's nominated node when no room is made for it,
+// so kube-scheduler does not keep room for it there any more.
+var unnominated = &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride}}
+
+// terminatingFor says which pods evicted by the scheduler still terminate
+// on a node where a member of pre is nominated, "" if none. The state
+// knows its own evictions (PreemptorOf waits for them); this covers those
+// it no longer remembers, after a restart or once room stopped being kept,
+// so no second round starts while they terminate (SPEC §5.8). It costs the
+// pods of the members' nominated nodes.
+func (p *Plugin) terminatingFor(pre state.Preemptor) string {
+	nodes := p.handle.SnapshotSharedLister().NodeInfos()
+	for _, m := range pre.Pods {
+		name := m.Status.NominatedNodeName
+		if name == "" {
+			continue
+		}
+		ni, err := nodes.Get(name)
+		if err != nil {
+			continue
+		}
+		n := 0
+		for _, info := range ni.GetPods() {
+			if evictedByScheduler(info.GetPod()) {
+				n++
+			}
+		}
+		if n > 0 {
+			return fmt.Sprintf("%s evicted on node %s, where %s/%s is nominated, still terminating", count(n, "pod"), name, m.Namespace, m.Name)
+		}
+	}
+	return ""
+}
+
+// evictedByScheduler tells a pod a scheduler's preemption is deleting.
+func evictedByScheduler(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp == nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
+			return true
+		}
+	}
+	return false
 }
 
 // giveUp fails the gang CardinalGang's PostFilter, run before this one,

@@ -11,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
@@ -142,6 +143,63 @@ func TestElasticPodsBeforeWholeGangs(t *testing.T) {
 		t.Fatalf("high did not get its min from elastic pods alone: %v (%v)", err, boundPerGang(t, ns))
 	}
 	holdCountsWithin(t, ns, holdWindow, map[string][2]int{"x": {2, 2}, "y": {2, 2}, "high": {4, 4}})
+}
+
+// TestNoSecondRoundWhileVictimsTerminate: a victim that takes its time to
+// terminate keeps its preemptor waiting, not evicting more (SPEC §5.8):
+// past the time room is kept once victims are gone, and across a
+// scheduler restart, which forgets what it evicted. When the victim is
+// gone the preemptor binds on its node.
+func TestNoSecondRoundWhileVictimsTerminate(t *testing.T) {
+	ensurePriorityClasses(t)
+	ns := gpuQueue(t, "terminating", 2, 2, true)
+	createNodes(t, gpuNodes("term", 2, 1)...)
+	s := startScheduler(t)
+	low := prioritized(lowPriority, builder.MakePod(ns, "low-0").GPU(1).Obj(), builder.MakePod(ns, "low-1").GPU(1).Obj())
+	for _, p := range low {
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300) // no kubelet ends it: the test does
+	}
+	createPods(t, low...)
+	nodes := waitBound(t, ns, "low-0", "low-1")
+	createPods(t, prioritized(highPriority, builder.MakePod(ns, "high").GPU(1).Obj())...)
+
+	var victim, other string
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		for i, name := range []string{"low-0", "low-1"} {
+			p, err := env.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err == nil && p.DeletionTimestamp != nil {
+				victim, other = name, fmt.Sprintf("low-%d", 1-i)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no victim evicted for high: %v", err)
+	}
+	untouched := func(window time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(window)
+		for time.Now().Before(deadline) {
+			p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), other, metav1.GetOptions{})
+			if err != nil || p.DeletionTimestamp != nil {
+				t.Fatalf("a second victim, %s, was evicted while %s terminates (err %v)", other, victim, err)
+			}
+			time.Sleep(poll)
+		}
+	}
+	untouched(35 * time.Second) // longer than room is kept once victims are gone
+	s.Stop()
+	startScheduler(t)
+	untouched(10 * time.Second)
+
+	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), victim, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitBound(t, ns, "high")["high"]; got != nodes[victim] {
+		t.Errorf("high bound on %s, want %s, where %s was", got, nodes[victim], victim)
+	}
+	untouched(holdWindow)
 }
 
 // TestNothingEvictedWhenMinCannotFit: with A (min 5 of 8) on 8 GPUs, B
