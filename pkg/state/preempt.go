@@ -134,6 +134,8 @@ func (s *State) PlacedIn(queues ...string) []Placed {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []Placed
+	// ranks are the placed pods' ranks in their gangs, found once per gang.
+	ranks := map[*podEntry]int{}
 	for _, name := range queues {
 		q := s.queues[name]
 		if q == nil {
@@ -148,7 +150,13 @@ func (s *State) PlacedIn(queues ...string) []Placed {
 				Preemptibility: e.Preemptibility, Elastic: e.elastic, Bound: e.bound, Request: e.Request, Cards: e.cards,
 			}
 			if g := s.gangs[e.Gang]; g != nil {
-				p.Rank = slices.Index(g.placed, e)
+				if _, ok := ranks[e]; !ok {
+					ranks[e] = -1 // not among them: no rank
+					for i, m := range g.placed {
+						ranks[m] = i
+					}
+				}
+				p.Rank = ranks[e]
 			}
 			out = append(out, p)
 		}
