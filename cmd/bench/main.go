@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"cardinal.dev/cardinal/pkg/controlplane"
@@ -114,7 +115,7 @@ func run() error {
 	ctx := context.Background()
 	var results []result
 	for _, w := range workloads(*mode) {
-		if *only != "" && !contains(strings.Split(*only, ","), w.Name) {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), w.Name) {
 			continue
 		}
 		for _, s := range schedulers {
@@ -155,13 +156,4 @@ func run() error {
 	}
 	fmt.Printf("wrote %s\n", *out)
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -2,6 +2,7 @@ package preemption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,22 +57,13 @@ func asksOf(pre state.Preemptor, u state.Usage, isCard func(corev1.ResourceName)
 		for r, n := range cardmodel.CardRequests(pod, isCard) {
 			a.cards += n
 			for m, c := range u.Cards {
-				if c.Listed && cardmodel.Matches(m, r) && (len(names) == 0 || contains(names, m)) {
+				if c.Listed && cardmodel.Matches(m, r) && (len(names) == 0 || slices.Contains(names, m)) {
 					a.models[m] = true
 				}
 			}
 		}
 	}
 	return a
-}
-
-func contains(names []string, m string) bool {
-	for _, n := range names {
-		if n == m {
-			return true
-		}
-	}
-	return false
 }
 
 // free is what the cluster has that no queue's pods use: per resource, and

@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
-	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -196,18 +196,10 @@ func TestPreemptionUnderWay(t *testing.T) {
 // TestPreemptionEndsWhenMembersPlaced: members placed on their kept room
 // end the preemption at once.
 func TestPreemptionEndsWhenMembersPlaced(t *testing.T) {
-	s, _ := newTestState()
-	s.OnQueue(builder.MakeQueue("q").Obj())
-	s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
-	victim := bound(single("low"), "n")
-	s.OnPod(victim)
-	p := single("high")
-	s.OnPod(p)
-	pre, _, _ := s.PreemptorOf(p)
-	if pre.Key != PreemptorKeyOf(p) || pre.Gang != gang.Key("") {
-		t.Fatalf("preemptor %+v", pre)
+	s, _, victim, p := oneVictim(nil)
+	if key := s.preemptions[PreemptorKeyOf(p)]; key == nil {
+		t.Fatalf("no preemption recorded for %s", PreemptorKeyOf(p))
 	}
-	s.Preempted(pre, []types.UID{victim.UID}, map[*corev1.Pod]string{p: "n"})
 	s.OnPodDeleted(victim)
 	if st := s.Reserve(p, "n"); !st.IsSuccess() {
 		t.Fatal(st)
@@ -215,6 +207,22 @@ func TestPreemptionEndsWhenMembersPlaced(t *testing.T) {
 	if s.PreemptionUnderWay(p) || len(s.ClaimsOn("n")) != 0 || len(s.preemptions) != 0 || len(s.claimOf) != 0 || len(s.victimOf) != 0 {
 		t.Errorf("preemption left behind: %v claims %v", s.preemptions, s.ClaimsOn("n"))
 	}
+}
+
+// oneVictim is a one-card node n holding the pod low, and the pod high,
+// which has evicted low and is nominated on n.
+func oneVictim(grace *int64) (s *State, clk *testingclock.FakeClock, victim, high *corev1.Pod) {
+	s, clk = newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
+	victim = bound(single("low"), "n")
+	victim.Spec.TerminationGracePeriodSeconds = grace
+	s.OnPod(victim)
+	high = single("high")
+	s.OnPod(high)
+	pre, _, _ := s.PreemptorOf(high)
+	s.Preempted(pre, []types.UID{victim.UID}, map[*corev1.Pod]string{high: "n"})
+	return s, clk, victim, high
 }
 
 // single is a pod without a gang in queue q asking for one card.
@@ -272,15 +280,7 @@ func TestVictimGoneOnlyWhenItsNodeIsFree(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _ := newTestState()
-			s.OnQueue(builder.MakeQueue("q").Obj())
-			s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
-			victim := bound(single("low"), "n")
-			s.OnPod(victim)
-			p := single("high")
-			s.OnPod(p)
-			pre, _, _ := s.PreemptorOf(p)
-			s.Preempted(pre, []types.UID{victim.UID}, map[*corev1.Pod]string{p: "n"})
+			s, _, victim, p := oneVictim(nil)
 
 			terminating := victim.DeepCopy()
 			now := metav1.NewTime(t0)
@@ -348,16 +348,7 @@ func (f *nominatingFramework) ClientSet() kubernetes.Interface { return f.client
 // woken and the nominations of those that did not take their room are
 // cleared.
 func TestPreemptionDeadline(t *testing.T) {
-	s, clk := newTestState()
-	s.OnQueue(builder.MakeQueue("q").Obj())
-	s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
-	victim := bound(single("low"), "n")
-	victim.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
-	s.OnPod(victim)
-	p := single("high")
-	s.OnPod(p)
-	pre, _, _ := s.PreemptorOf(p)
-	s.Preempted(pre, []types.UID{victim.UID}, map[*corev1.Pod]string{p: "n"})
+	s, clk, _, p := oneVictim(ptr.To[int64](600))
 
 	clk.Step(claimTTL + tickEvery)
 	s.tick()
