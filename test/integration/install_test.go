@@ -7,9 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"cardinal.dev/cardinal/pkg/controlplane"
+	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
+	"cardinal.dev/cardinal/test/builder"
 )
 
 // TestConfigAppliesServerSide: everything `kubectl apply -k config/` would
@@ -83,4 +87,48 @@ func configWith(t *testing.T, edits ...string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestCRDBasesInstallAlone: each generated CRD under config/crd/bases/
+// installs on its own, as `kubectl apply -f` or a Helm chart's crds/
+// directory would send it, on a control plane that has nothing else: the
+// apiserver accepts the Queue CRD's CEL rules within its cost budget, and
+// they run (a negative guarantee is refused, a valid queue accepted).
+func TestCRDBasesInstallAlone(t *testing.T) {
+	ctx := context.Background()
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	a, err := controlplane.NewApplier(cp.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(env.root, "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs under config/crd/bases: %v", err)
+	}
+	for _, f := range files {
+		objs, err := controlplane.ReadManifests(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Apply(ctx, objs, false); err != nil {
+			t.Errorf("%s does not install on its own: %v", filepath.Base(f), err)
+		}
+	}
+	queues := cardinalclient.NewForConfigOrDie(cp.Config()).SchedulingV1alpha1().Queues()
+	err = wait.PollUntilContextTimeout(ctx, poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		q := builder.MakeQueue("alone").Guarantee(corev1.ResourceCPU, "2").Capability(corev1.ResourceCPU, "4").Card("NVIDIA-H200", 2, 4).Obj()
+		_, err := queues.Create(ctx, q, metav1.CreateOptions{})
+		return err == nil, nil // the CRD may not be served yet
+	})
+	if err != nil {
+		t.Fatalf("a valid Queue was not accepted: %v", err)
+	}
+	bad := builder.MakeQueue("negative").Guarantee(corev1.ResourceCPU, "-1").Obj()
+	if _, err := queues.Create(ctx, bad, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), "guarantee must not be negative") {
+		t.Errorf("a negative guarantee: %v, want refused as negative", err)
+	}
 }
