@@ -277,9 +277,10 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 	if pr == nil {
 		return
 	}
+	// Its own room on node, else a sibling's there, else its own elsewhere
+	// (placed on another node, it needs that room no more).
 	c, ok := pr.claims[pod.UID]
 	if !ok || c.Node != node {
-		ok = false
 		for _, other := range pr.claims {
 			if other.Node == node {
 				c, ok = other, true

@@ -366,3 +366,20 @@ func TestPreemptionDeadline(t *testing.T) {
 		t.Errorf("woke %v and cleared the nominations of %v, want ns/high and high", fw.activated, fw.cleared)
 	}
 }
+
+// TestMemberPlacedElsewhereLetsItsRoomGo: a member placed on a node other
+// than the one its room was kept on needs that room no more.
+func TestMemberPlacedElsewhereLetsItsRoomGo(t *testing.T) {
+	s, _, _, p := oneVictim(nil)
+	s.OnNode(builder.MakeNode("m").GPU(h200, 1).Obj())
+	if st := s.Reserve(p, "m"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if got := s.ClaimsOn("n"); len(got) != 0 {
+		t.Errorf("room still kept on n for a pod placed on m: %+v", got)
+	}
+	s.Unreserve(p)
+	if got := s.ClaimsOn("n"); len(got) != 1 {
+		t.Errorf("claims on n after the pod gave m back: %+v, want its room kept again", got)
+	}
+}
