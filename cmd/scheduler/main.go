@@ -17,11 +17,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
+	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"cardinal.dev/cardinal/pkg/controllers"
+	"cardinal.dev/cardinal/pkg/metrics"
 	"cardinal.dev/cardinal/pkg/registry"
 	"cardinal.dev/cardinal/pkg/settings"
 	"cardinal.dev/cardinal/pkg/state"
@@ -39,6 +41,8 @@ func main() {
 		}
 		st.Configure(cfg.State)
 		if cfg.Enabled {
+			metrics.Register()
+			legacyregistry.CustomMustRegister(state.NewCollector(st))
 			controllers.Start(ctx, st, cfg.LeaderElection)
 		}
 		return nil

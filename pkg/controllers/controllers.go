@@ -115,7 +115,7 @@ func run(ctx context.Context, st *state.State) error {
 	if err != nil {
 		return err
 	}
-	if err := (&podgroupstatus.Reconciler{Client: mgr.GetClient(), SchedulerName: st.Settings().SchedulerName}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&podgroupstatus.Reconciler{Client: mgr.GetClient(), SchedulerName: st.Settings().SchedulerName, State: st}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
 	if err := mgr.Add(&queuestatus.Writer{State: st, Client: queues}); err != nil {

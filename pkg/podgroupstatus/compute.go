@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/pkg/gang"
 )
 
 // Summary is what a PodGroup's status says, computed from its pods.
@@ -20,10 +22,15 @@ type Summary struct {
 // scheduled, Scheduling once min are scheduled but fewer than min run,
 // Running at min running, Finished when min succeeded and none runs, Failed
 // when a pod failed and fewer than min can still run.
-func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod) Summary {
+//
+// Its waiting reason is held, when an admission check holds the gang back
+// (its pods are then never tried), else what the scheduler last said of
+// the gang's first pod that waits, in the order its pods are placed.
+// kubectl cardinal why builds the same sentence from the same parts.
+func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, held string) Summary {
 	var s Summary
 	var live int32
-	var reason string
+	var first *corev1.Pod
 	for _, p := range pods {
 		switch p.Status.Phase {
 		case corev1.PodRunning:
@@ -39,11 +46,15 @@ func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod) Summary {
 		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
 			live++
 		}
-		if reason == "" && p.Spec.NodeName == "" {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
-					reason = fmt.Sprintf("pod %s: %s", p.Name, c.Message)
-				}
+		if Waits(p) && (first == nil || gang.Less(p, first)) {
+			first = p
+		}
+	}
+	reason := held
+	if reason == "" && first != nil {
+		for _, c := range first.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+				reason = PodReason(first, c.Message)
 			}
 		}
 	}
@@ -71,4 +82,14 @@ func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod) Summary {
 		}
 	}
 	return s
+}
+
+// Waits: the pod is neither placed, ending nor ended.
+func Waits(p *corev1.Pod) bool {
+	return p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// PodReason is how a gang's waiting reason quotes what was said of one of its pods.
+func PodReason(p *corev1.Pod, msg string) string {
+	return fmt.Sprintf("pod %s: %s", p.Name, msg)
 }

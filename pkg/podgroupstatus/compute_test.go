@@ -18,29 +18,34 @@ func TestCompute(t *testing.T) {
 		p.Status.Phase = phase
 		return p
 	}
-	unschedulable := pod("c", "", corev1.PodPending)
+	unschedulable := pod("a", "", corev1.PodPending)
 	unschedulable.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "0/3 nodes are available"}}
 	tests := []struct {
 		name string
 		pods []*corev1.Pod
+		held string
 		want Summary
 	}{
-		{"too few pods", []*corev1.Pod{pod("a", "", corev1.PodPending)},
+		{"too few pods", []*corev1.Pod{pod("a", "", corev1.PodPending)}, "",
 			Summary{Phase: "Pending", WaitingReason: "1 of minMember 2 pods exist; waiting for 1 more"}},
-		{"waiting with a reason", []*corev1.Pod{pod("a", "", corev1.PodPending), unschedulable},
-			Summary{Phase: "Pending", WaitingReason: "0 of minMember 2 pods scheduled; pod c: 0/3 nodes are available"}},
-		{"min scheduled", []*corev1.Pod{pod("a", "n", corev1.PodPending), pod("b", "n", corev1.PodPending)},
+		{"waiting with a reason", []*corev1.Pod{pod("c", "", corev1.PodPending), unschedulable}, "",
+			Summary{Phase: "Pending", WaitingReason: "0 of minMember 2 pods scheduled; pod a: 0/3 nodes are available"}},
+		{"the first pod to place has no reason yet", []*corev1.Pod{pod("0", "", corev1.PodPending), unschedulable}, "",
+			Summary{Phase: "Pending", WaitingReason: "0 of minMember 2 pods scheduled"}},
+		{"held", []*corev1.Pod{pod("c", "", corev1.PodPending), unschedulable}, "gang ns/g is held: its min needs 2 more pods",
+			Summary{Phase: "Pending", WaitingReason: "0 of minMember 2 pods scheduled; gang ns/g is held: its min needs 2 more pods"}},
+		{"min scheduled", []*corev1.Pod{pod("a", "n", corev1.PodPending), pod("b", "n", corev1.PodPending)}, "",
 			Summary{Phase: "Scheduling", Scheduled: 2}},
-		{"running", []*corev1.Pod{pod("a", "n", corev1.PodRunning), pod("b", "n", corev1.PodRunning), pod("c", "n", corev1.PodPending)},
+		{"running", []*corev1.Pod{pod("a", "n", corev1.PodRunning), pod("b", "n", corev1.PodRunning), pod("c", "n", corev1.PodPending)}, "",
 			Summary{Phase: "Running", Scheduled: 3, Running: 2}},
-		{"finished", []*corev1.Pod{pod("a", "n", corev1.PodSucceeded), pod("b", "n", corev1.PodSucceeded)},
+		{"finished", []*corev1.Pod{pod("a", "n", corev1.PodSucceeded), pod("b", "n", corev1.PodSucceeded)}, "",
 			Summary{Phase: "Finished", Scheduled: 2, Succeeded: 2}},
-		{"failed below min", []*corev1.Pod{pod("a", "n", corev1.PodFailed), pod("b", "n", corev1.PodRunning)},
+		{"failed below min", []*corev1.Pod{pod("a", "n", corev1.PodFailed), pod("b", "n", corev1.PodRunning)}, "",
 			Summary{Phase: "Failed", Scheduled: 2, Running: 1, Failed: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, Compute(pg, tc.pods)); diff != "" {
+			if diff := cmp.Diff(tc.want, Compute(pg, tc.pods, tc.held)); diff != "" {
 				t.Errorf("Compute (-want, +got):\n%s", diff)
 			}
 		})

@@ -17,9 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 // Annotations Cardinal writes on PodGroups.
@@ -30,11 +35,17 @@ const (
 	podGroupIndex = "cardinal.dev/pod-group"
 )
 
-// Reconciler writes a PodGroup's status from its pods.
+// Reconciler writes a PodGroup's status from its pods, and why it waits
+// from its pods and the scheduler's admission holds.
 type Reconciler struct {
 	client.Client
 	// SchedulerName limits the pods counted to those of this scheduler.
 	SchedulerName string
+	// State, when set, is the scheduling state of this process: a gang it
+	// holds back from admission, or that backs off, says so, and a change
+	// of either reconciles the gang (its pods, not tried meanwhile, do not
+	// change).
+	State *state.State
 }
 
 // SetupWithManager registers the controller: it reconciles a PodGroup when
@@ -48,7 +59,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.State != nil {
+		notes := make(chan event.TypedGenericEvent[*schedv1alpha1.PodGroup])
+		go r.relayNotes(ctx, notes)
+		b = b.WatchesRawSource(source.Channel(notes, &handler.TypedEnqueueRequestForObject[*schedv1alpha1.PodGroup]{}))
+	}
+	return b.
 		Named("podgroup-status").
 		For(&schedv1alpha1.PodGroup{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -59,6 +76,27 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 		})).
 		Complete(r)
+}
+
+// relayNotes turns the state's notes of gangs whose holds changed into
+// reconcile requests.
+func (r *Reconciler) relayNotes(ctx context.Context, out chan<- event.TypedGenericEvent[*schedv1alpha1.PodGroup]) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.State.GangNotes():
+		}
+		for _, k := range r.State.TakeGangNotes() {
+			ns, name := k.Split()
+			pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			select {
+			case out <- event.TypedGenericEvent[*schedv1alpha1.PodGroup]{Object: pg}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // Reconcile computes one PodGroup's status from its pods and writes what changed.
@@ -77,7 +115,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			mine = append(mine, &pods.Items[i])
 		}
 	}
-	s := Compute(pg, mine)
+	held := ""
+	if r.State != nil {
+		if g, ok := r.State.GangStatus(gang.KeyOf(pg)); ok {
+			if held = g.HeldReason(); held == "" {
+				held = g.BackingOff(r.State.Now())
+			}
+		}
+	}
+	s := Compute(pg, mine, held)
 
 	want := pg.DeepCopy()
 	want.Status.Phase, want.Status.Running, want.Status.Succeeded, want.Status.Failed = s.Phase, s.Running, s.Succeeded, s.Failed

@@ -67,15 +67,15 @@ func (s *State) Hold(pod *corev1.Pod, k gang.Key, holder, reason, queue string, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.gangLocked(k)
-	old, had := g.held[holder]
-	g.held[holder] = reason
-	if len(g.held) == 1 && !had {
+	wasHeld := len(g.held) > 0
+	changed = s.heldLocked(g, holder, reason)
+	if !wasHeld {
 		s.wakeElasticLocked()
 		s.wakeNextGangLocked()
 	}
 	s.waitForRoomLocked(pod, queue, usesCards)
 	s.refreshGangLocked(g)
-	return !had || old != reason
+	return changed
 }
 
 // Release marks a gang no longer held back by holder.
@@ -83,7 +83,7 @@ func (s *State) Release(k gang.Key, holder string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if g := s.gangs[k]; g != nil {
-		delete(g.held, holder)
+		s.releasedLocked(g, holder)
 	}
 }
 
@@ -123,16 +123,14 @@ func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 		return s.gangIncompleteLocked(g, k)
 	}
 	if reason := splitReasonLocked(g, s.settings.SchedulerName); reason != "" {
-		old, had := g.held[splitHolder]
-		g.held[splitHolder] = reason
-		if !had || old != reason {
+		if s.heldLocked(g, splitHolder, reason) {
 			s.eventLocked(podGroupRef(g), corev1.EventTypeWarning, "GangSplit", "Admission", reason)
 			s.wakeElasticLocked()
 			s.wakeNextGangLocked()
 		}
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 	}
-	delete(g.held, splitHolder)
+	s.releasedLocked(g, splitHolder)
 	return s.gangIncompleteLocked(g, k)
 }
 

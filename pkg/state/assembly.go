@@ -58,9 +58,8 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 		return Start{}, st
 	}
 	now := s.clock.Now()
-	if wait := g.backoffUntil.Sub(now); wait > 0 {
-		return Start{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-			"gang %s is backing off for %s after: %s", k, wait.Round(time.Second), g.lastFailure))
+	if now.Before(g.backoffUntil) {
+		return Start{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, backoffSentence(k, g.backoffUntil, g.lastFailure))
 	}
 	start := Start{Gang: k, Elastic: len(g.placed) >= g.min()}
 	if reason := s.blockerLocked(g, start.Elastic, now); reason != "" {
@@ -230,6 +229,7 @@ func (s *State) failLocked(g *gangEntry, reason string, backoff bool) {
 			g.backoffUntil = until
 		}
 		g.lastFailure = reason
+		s.noteGangLocked(g.key)
 		if ref := podGroupRef(g); ref != nil {
 			s.eventLocked(ref, corev1.EventTypeWarning, "GangUnschedulable", "Scheduling", fmt.Sprintf(
 				"%s; gave back %d reserved pods, retrying in %s", reason, len(waiting), d))
@@ -252,6 +252,7 @@ func (s *State) wakeGang(k gang.Key) {
 	}
 	delete(s.parkedGangs, k)
 	s.activateLocked(pending(g))
+	s.noteGangLocked(k)
 }
 
 // refreshGangLocked recomputes whether a gang is being assembled and
@@ -270,10 +271,11 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 	}
 	admissible := g.group != nil && len(g.members) >= g.min() && splitReasonLocked(g, s.settings.SchedulerName) == ""
 	if admissible && !g.admissible {
-		delete(g.held, splitHolder)
+		s.releasedLocked(g, splitHolder)
 		s.wakePendingLocked(g)
 	}
 	g.admissible = admissible
+	s.observeMinBoundLocked(g)
 	if g.empty() {
 		delete(s.gangs, k)
 		delete(s.parkedGangs, k)

@@ -77,8 +77,10 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 	if err != nil {
 		return err
 	}
-	if err := ensureQueue(ctx, cc, s.settings.DefaultQueue); err != nil {
-		return err
+	if !s.settings.ReadOnly {
+		if err := ensureQueue(ctx, cc, s.settings.DefaultQueue); err != nil {
+			return err
+		}
 	}
 	// PodGroups, Queues and namespaces before pods: a pod's queue is read
 	// from them. The scheduler starts its own informers (pods, nodes,
@@ -116,7 +118,11 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 	pgFactory.Start(ctx.Done())
 	queueFactory.Start(ctx.Done())
 	s.attached.Store(true)
-	go s.out.run(ctx, h)
+	var fw Framework = h
+	if s.settings.ReadOnly {
+		fw = discard{}
+	}
+	go s.out.run(ctx, fw)
 	go func() {
 		// Pods turned away before the state synced are woken as soon as it has.
 		if s.WaitForSync(ctx) == nil {

@@ -39,6 +39,8 @@ type gangEntry struct {
 	// admissible: it has its PodGroup and minMember pods, all of one queue
 	// and scheduler; its pods are woken when it becomes so.
 	admissible bool
+	// minBound: its min was seen bound (observed once, views.go).
+	minBound bool
 }
 
 // min is the number of placed pods below which the gang waits at Permit.

@@ -138,3 +138,13 @@ func (s *State) eventLocked(regarding runtime.Object, eventType, reason, action,
 // Flush does at once everything the state has queued for the framework.
 // Tests use it; the scheduler's own goroutine does the same continuously.
 func (s *State) Flush(fw Framework) { s.out.drain(fw) }
+
+// discard is the framework of a read-only state: what the state decides is
+// dropped, not done.
+type discard struct{}
+
+func (discard) Activate(klog.Logger, map[string]*corev1.Pod) {}
+func (discard) GetWaitingPod(types.UID) fwk.WaitingPod       { return nil }
+
+// EventRecorder drops events (a FakeRecorder without a channel).
+func (discard) EventRecorder() events.EventRecorderLogger { return &events.FakeRecorder{} }

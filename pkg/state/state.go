@@ -62,6 +62,10 @@ type Settings struct {
 	CardUnlimitedCPUMemory bool
 	// GangBackoff is how long a gang that failed waits before it is tried again.
 	GangBackoff time.Duration
+	// ReadOnly makes a state that only looks: a tool's copy rebuilt from
+	// the API (kubectl cardinal) writes nothing to the cluster and acts on
+	// no scheduling queue.
+	ReadOnly bool
 }
 
 // DefaultSettings are the settings of a configuration that sets nothing.
@@ -138,6 +142,10 @@ type State struct {
 	out *outbox
 	// changed is signalled (without blocking) whenever queue numbers change.
 	changed chan struct{}
+	// gangNotes is signalled (without blocking) when notedGangs, the gangs
+	// whose holds or backoff changed, gains one (views.go).
+	gangNotes  chan struct{}
+	notedGangs map[gang.Key]struct{}
 
 	attachOnce sync.Once
 	attachErr  error
@@ -185,6 +193,8 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		victimOf:         map[types.UID]string{},
 		claimOf:          map[types.UID]string{},
 		changed:          make(chan struct{}, 1),
+		gangNotes:        make(chan struct{}, 1),
+		notedGangs:       map[gang.Key]struct{}{},
 	}
 	s.out = newOutbox()
 	return s
