@@ -19,19 +19,22 @@ TOOL_PKG_etcd            := go.etcd.io/etcd/server/v3
 
 # The demo's control plane and the scheduler binary; integration tests also
 # run kube-controller-manager's Deployment and ReplicaSet controllers.
-CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/cardinal-scheduler
+CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/cardinal-scheduler $(BIN)/kubectl-cardinal
 
 .PHONY: all build demo test verify unit integration generate verify-generate bench tools clean
 
 all: build
 
-## build: write bin/cardinal-scheduler
-build: $(BIN)/cardinal-scheduler
+## build: write bin/cardinal-scheduler and bin/kubectl-cardinal (the kubectl cardinal plugin)
+build: $(BIN)/cardinal-scheduler $(BIN)/kubectl-cardinal
 
 # Go decides what is stale; the phony dependency makes make ask it every time.
 .PHONY: FORCE
 $(BIN)/cardinal-scheduler: FORCE
 	$(GO) build -o $@ ./cmd/scheduler
+
+$(BIN)/kubectl-cardinal: FORCE
+	$(GO) build -o $@ ./cmd/kubectl-cardinal
 
 $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd: go.mod go.sum
 	$(GO) build -o $@ $(TOOL_PKG_$(notdir $@))

@@ -1,9 +1,10 @@
 // Package registry lists Cardinal's scheduler plugins, so the binary, the
-// tests and the benchmarks register exactly the same set.
+// tests, the benchmarks and kubectl cardinal register exactly the same set.
 package registry
 
 import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	// Registers the plugin args into kube-scheduler's configuration scheme.
 	_ "cardinal.dev/cardinal/apis/config/scheme"
@@ -14,14 +15,23 @@ import (
 	"cardinal.dev/cardinal/pkg/state"
 )
 
-// Options registers every Cardinal plugin with kube-scheduler's command.
-// The plugins share st, the one scheduling state, and nothing else: none
-// imports another.
-func Options(st *state.State) []app.Option {
-	return []app.Option{
-		app.WithPlugin(coscheduling.Name, coscheduling.NewFactory(st)),
-		app.WithPlugin(elasticquota.Name, elasticquota.NewFactory(st)),
-		app.WithPlugin(cardquota.Name, cardquota.NewFactory(st)),
-		app.WithPlugin(preemption.Name, preemption.NewFactory(st)),
+// Plugins returns every Cardinal plugin's factory over st. The plugins
+// share st, the one scheduling state, and nothing else: none imports
+// another.
+func Plugins(st *state.State) frameworkruntime.Registry {
+	return frameworkruntime.Registry{
+		coscheduling.Name: coscheduling.NewFactory(st),
+		elasticquota.Name: elasticquota.NewFactory(st),
+		cardquota.Name:    cardquota.NewFactory(st),
+		preemption.Name:   preemption.NewFactory(st),
 	}
+}
+
+// Options registers every Cardinal plugin with kube-scheduler's command.
+func Options(st *state.State) []app.Option {
+	var opts []app.Option
+	for name, factory := range Plugins(st) {
+		opts = append(opts, app.WithPlugin(name, factory))
+	}
+	return opts
 }
