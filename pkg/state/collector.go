@@ -42,6 +42,7 @@ var (
 	}
 	gangsDesc      = desc("gangs", "Gangs by state: assembling (members wait at Permit for the rest of the min), parked (waiting for another gang), held (by admission), backing-off, waiting (for their min otherwise), placed (min placed).", "state")
 	gangsHeldDesc  = desc("gangs_held", "Gangs held back by admission, by reason: queue-quota, card-quota, gang-split.", "reason")
+	longestDesc    = desc("gang_longest_wait_seconds", "How long the gang that has waited longest for its min has waited since its PodGroup was created; 0 when none waits.")
 	nodeModelsDesc = desc("node_card_models", "Nodes that carry each card model.", "model")
 	unlabelledDesc = desc("nodes_unlabelled_cards", "Nodes whose GPUs carry no product label: their cards have no model (SPEC §1.4).")
 )
@@ -58,6 +59,7 @@ func (c *Collector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	}
 	ch <- gangsDesc
 	ch <- gangsHeldDesc
+	ch <- longestDesc
 	ch <- nodeModelsDesc
 	ch <- unlabelledDesc
 }
@@ -117,9 +119,13 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 	now := c.state.Now()
 	byState := map[string]int{}
 	byHold := map[string]int{"queue-quota": 0, "card-quota": 0, "gang-split": 0}
+	var longest float64
 	for _, g := range c.state.Gangs() {
 		if g.Group == nil {
 			continue
+		}
+		if created := g.Group.CreationTimestamp.Time; g.Placed < g.Min && !created.IsZero() {
+			longest = max(longest, now.Sub(created).Seconds())
 		}
 		switch {
 		case g.Placed >= g.Min:
@@ -149,6 +155,7 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 	for r, n := range byHold {
 		gauge(gangsHeldDesc, float64(n), r)
 	}
+	gauge(longestDesc, longest)
 	models, unlabelled := c.state.NodeModels()
 	for m, n := range models {
 		gauge(nodeModelsDesc, float64(n), m)
