@@ -5,7 +5,8 @@
 // kubelet for bound pods, and prints where everything went. Then it plays
 // further acts one file at a time (by default a queue borrowing idle cards,
 // then another queue's job reclaiming them) and prints what each act placed
-// and evicted, and why.
+// and evicted, and why. It ends with what kubectl cardinal says: every
+// queue's use, and why one held gang waits.
 //
 //	go run ./cmd/demo --nodes examples/nodes.yaml --workloads examples/queues.yaml,examples/gang.yaml --then ""
 package main
@@ -138,12 +139,16 @@ func run() error {
 			return err
 		}
 	}
+	kubeconfig, err := cp.WriteKubeconfig("admin.kubeconfig", false)
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	if err := explain(ctx, step, filepath.Join(root, "bin", "kubectl-cardinal"), kubeconfig); err != nil {
+		return err
+	}
 	if *hold {
-		kubeconfig, err := cp.WriteKubeconfig("admin.kubeconfig", false)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("\nThe control plane keeps running. Try:\n  kubectl --kubeconfig %s get queues,podgroups,pods -A\nScheduler log: %s\nPress Ctrl-C to stop.\n", kubeconfig, sched.LogPath)
+		fmt.Printf("\nThe control plane keeps running. Try:\n  kubectl --kubeconfig %s get queues,podgroups,pods -A\n  bin/kubectl-cardinal --kubeconfig %[1]s gangs -A\nScheduler log: %s\nPress Ctrl-C to stop.\n", kubeconfig, sched.LogPath)
 		<-ctx.Done()
 	}
 	return nil

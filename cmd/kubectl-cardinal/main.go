@@ -4,14 +4,25 @@
 package main
 
 import (
+	"flag"
+	"io"
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 
 	"cardinal.dev/cardinal/pkg/cli"
 )
 
 func main() {
+	// The scheduler's plugins log as they are built; a command's output is
+	// its answer. Errors still reach stderr.
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "ERROR")
+	klog.SetOutput(io.Discard)
 	cmd := cli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)

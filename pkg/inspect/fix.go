@@ -33,7 +33,10 @@ var (
 // scheduler's checks gave (reason) and the plugin that gave it.
 func (c *Cluster) fix(pod *corev1.Pod, plugin, reason string) string {
 	if m := insufficient.FindStringSubmatch(reason); m != nil {
-		q, r, use, capability := m[1], m[2], m[4], m[5]
+		q, r, requested, use, capability := m[1], m[2], m[3], m[4], strings.TrimRight(m[5], ".,;")
+		if exceeds(requested, capability) {
+			return fmt.Sprintf("it alone asks for %s %s, more than queue %s's capability of %s: raise the capability to at least %s, or ask for less (a lower minMember, smaller pods)", requested, r, q, capability, use)
+		}
 		more := difference(use, capability)
 		return fmt.Sprintf("queue %s needs %s more %s: raise its capability for %s to %s, or end work in queue %s that uses it (kubectl cardinal queues shows its use)", q, more, r, r, use, q)
 	}
@@ -89,6 +92,13 @@ func (c *Cluster) fix(pod *corev1.Pod, plugin, reason string) string {
 		return fmt.Sprintf("%s on nodes: running pods ending, nodes added, or preemption when its queue is below its deserved share (pods that are non-preemptible are never evicted)", what)
 	}
 	return ""
+}
+
+// exceeds: a > b, for two quantities as the refusals print them.
+func exceeds(a, b string) bool {
+	qa, err1 := resource.ParseQuantity(a)
+	qb, err2 := resource.ParseQuantity(b)
+	return err1 == nil && err2 == nil && qa.Cmp(qb) > 0
 }
 
 // difference is a - b for two quantities as the refusals print them.

@@ -141,7 +141,7 @@ func TestWhy(t *testing.T) {
 			},
 			target: "podgroup", object: "g",
 			why: "0 of minMember 2 pods scheduled; gang {ns}/g is held: its min needs 2 more pods; queue {ns} has insufficient cpu quota: requested 2, would use 2, capability 1 (its elastic pods counted as free)",
-			fix: "queue {ns} needs 1 more cpu: raise its capability for cpu to 2, or end work in queue {ns} that uses it (kubectl cardinal queues shows its use)", annotated: true,
+			fix: "it alone asks for 2 cpu, more than queue {ns}'s capability of 1: raise the capability to at least 2, or ask for less (a lower minMember, smaller pods)", annotated: true,
 		},
 		{
 			name: "gang held by its queue's card quota",
@@ -153,7 +153,7 @@ func TestWhy(t *testing.T) {
 			},
 			target: "podgroup", object: "g",
 			why: "0 of minMember 2 pods scheduled; gang {ns}/g is held: its min needs 2 more pods; queue {ns} has insufficient NVIDIA-H200 quota: requested 2, would use 2, capability 1 (its elastic pods counted as free)",
-			fix: "queue {ns} needs 1 more NVIDIA-H200: raise its capability for NVIDIA-H200 to 2, or end work in queue {ns} that uses it (kubectl cardinal queues shows its use)", annotated: true,
+			fix: "it alone asks for 2 NVIDIA-H200, more than queue {ns}'s capability of 1: raise the capability to at least 2, or ask for less (a lower minMember, smaller pods)", annotated: true,
 		},
 		{
 			name: "pod over its queue's capability",
@@ -164,7 +164,7 @@ func TestWhy(t *testing.T) {
 			},
 			target: "pod", object: "p",
 			why: "0/2 nodes are available: queue {ns} has insufficient cpu quota: requested 2, would use 2, capability 1. no preemption: no pod that {ns}/p may evict (queue {ns})",
-			fix: "queue {ns} needs 1 more cpu: raise its capability for cpu to 2, or end work in queue {ns} that uses it (kubectl cardinal queues shows its use)",
+			fix: "it alone asks for 2 cpu, more than queue {ns}'s capability of 1: raise the capability to at least 2, or ask for less (a lower minMember, smaller pods)",
 		},
 		{
 			name: "non-preemptible pod beyond its queue's guarantee",
@@ -201,13 +201,15 @@ func TestWhy(t *testing.T) {
 		{
 			name: "card quota used up",
 			setup: func(t *testing.T, ns string) {
-				createQueue(t, builder.MakeQueue(ns).Card("NVIDIA-H200", 0, 1).Obj())
+				createQueue(t, builder.MakeQueue(ns).Card("NVIDIA-H200", 0, 2).Obj())
+				createPods(t, builder.MakePod(ns, "first").GPU(1).CardName("NVIDIA-H200").Obj())
+				waitBound(t, ns, "first")
 				createPods(t, builder.MakePod(ns, "p").GPU(2).CardName("NVIDIA-H200").Obj())
 				waitScheduledMessage(t, ns, "p", "insufficient")
 			},
 			target: "pod", object: "p",
-			why: "0/2 nodes are available: queue {ns} has insufficient NVIDIA-H200 quota: requested 2, would use 2, capability 1. no preemption: no pod that {ns}/p may evict (queue {ns})",
-			fix: "queue {ns} needs 1 more NVIDIA-H200: raise its capability for NVIDIA-H200 to 2, or end work in queue {ns} that uses it (kubectl cardinal queues shows its use)",
+			why: "0/2 nodes are available: queue {ns} has insufficient NVIDIA-H200 quota: requested 2, would use 3, capability 2. no preemption: no pod that {ns}/p may evict (queue {ns})",
+			fix: "queue {ns} needs 1 more NVIDIA-H200: raise its capability for NVIDIA-H200 to 3, or end work in queue {ns} that uses it (kubectl cardinal queues shows its use)",
 		},
 		{
 			name: "no node of the model",
