@@ -57,6 +57,10 @@ func Start(ctx context.Context, st *state.State, le componentbaseconfig.LeaderEl
 			}
 			logger.Info("This process leads the scheduler: starting Cardinal's status writers", "lease", le.ResourceNamespace+"/"+le.ResourceName)
 		}
+		// Metrics of the scheduling state and notes of gangs to write status
+		// for come from the replica that leads only: a standby's queue runs
+		// admission too, but nothing it holds is ever tried again.
+		st.SetLeading(true)
 		if err := run(ctx, st); err != nil {
 			logger.Error(err, "Cardinal status writers stopped")
 		}

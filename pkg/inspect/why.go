@@ -222,13 +222,19 @@ func (c *Cluster) scheduled(pod *corev1.Pod, found string) string {
 	if strings.HasPrefix(cond.Message, found) {
 		return cond.Message
 	}
-	for _, runtimeOnly := range []string{"which is being placed", "is backing off until", "is kept for a gang"} {
-		if strings.Contains(cond.Message, runtimeOnly) {
+	for _, runtimeOnly := range runtimeOnly {
+		// Which gang is being placed, and whether another gang that needs
+		// its min is held or backing off, only the scheduler knows.
+		if strings.Contains(cond.Message, runtimeOnly) || strings.Contains(found, runtimeOnly) {
 			return cond.Message
 		}
 	}
 	return found
 }
+
+// runtimeOnly mark refusals that depend on what only the running scheduler
+// knows.
+var runtimeOnly = []string{"which is being placed", "is backing off until", "is kept for a gang", "elastic pods wait while gang"}
 
 // backingOff is the backoff the scheduler wrote in a PodGroup's waiting
 // reason while it lasts, or "": a gang backing off is not tried, so none of

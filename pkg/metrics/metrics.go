@@ -18,7 +18,7 @@ var (
 		Namespace:      "cardinal",
 		Name:           "gang_wait_seconds",
 		Help:           "Time from a PodGroup's creation until minMember of its pods were bound.",
-		Buckets:        metrics.ExponentialBuckets(0.25, 2, 16),
+		Buckets:        metrics.ExponentialBuckets(1, 2, 18), // 1 s to 36 h
 		StabilityLevel: metrics.ALPHA,
 	})
 	// AdmissionsHeld counts gangs held back by admission, by reason:

@@ -137,6 +137,9 @@ func (s *State) blocksElasticLocked(g *gangEntry, now time.Time) bool {
 func (s *State) Reserve(pod *corev1.Pod, node string) *fwk.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Only the replica that leads schedules: it knows it leads from its
+	// first placement, before the status writers see the lease.
+	s.leading.Store(true)
 	e, recorded := s.ensurePodLocked(pod)
 	if !recorded {
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("pod %s/%s was deleted", pod.Namespace, pod.Name))
@@ -279,6 +282,7 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 	if g.empty() {
 		delete(s.gangs, k)
 		delete(s.parkedGangs, k)
+		delete(s.notedGangs, k)
 		s.gangCreated.Delete(k)
 	}
 	if wasAssembling && !s.assembling.Has(k) {

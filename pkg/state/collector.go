@@ -78,8 +78,12 @@ func sortedDescs(m map[string]*metrics.Desc) []*metrics.Desc {
 }
 
 // CollectWithStability reads a copy of the state's numbers. O(queues ×
-// resources + gangs + nodes), at scrape time only.
+// resources + gangs + nodes), at scrape time only. A replica that does not
+// lead serves none.
 func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
+	if !c.state.Leading() {
+		return // a standby's state is not what is scheduled with
+	}
 	gauge := func(d *metrics.Desc, v float64, labels ...string) {
 		ch <- metrics.NewLazyConstMetric(d, metrics.GaugeValue, v, labels...)
 	}
@@ -121,14 +125,14 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 	byHold := map[string]int{"queue-quota": 0, "card-quota": 0, "gang-split": 0}
 	var longest float64
 	for _, g := range c.state.Gangs() {
-		if g.Group == nil {
-			continue
+		if g.Group == nil || g.Members == 0 {
+			continue // no PodGroup, or nothing of it left (a finished job)
 		}
-		if created := g.Group.CreationTimestamp.Time; g.Placed < g.Min && !created.IsZero() {
+		if created := g.Group.CreationTimestamp.Time; g.Waiting() && !created.IsZero() {
 			longest = max(longest, now.Sub(created).Seconds())
 		}
 		switch {
-		case g.Placed >= g.Min:
+		case g.MinBound || g.Placed >= g.Min:
 			byState["placed"]++
 		case len(g.Held) > 0:
 			byState["held"]++

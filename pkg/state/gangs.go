@@ -39,8 +39,9 @@ type gangEntry struct {
 	// admissible: it has its PodGroup and minMember pods, all of one queue
 	// and scheduler; its pods are woken when it becomes so.
 	admissible bool
-	// minBound: its min was seen bound (observed once, views.go).
-	minBound bool
+	// minBound is the UID of the PodGroup whose min was seen bound (its
+	// wait observed once, views.go); "" while it waits for its min.
+	minBound types.UID
 }
 
 // min is the number of placed pods below which the gang waits at Permit.

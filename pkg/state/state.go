@@ -146,6 +146,8 @@ type State struct {
 	// whose holds or backoff changed, gains one (views.go).
 	gangNotes  chan struct{}
 	notedGangs map[gang.Key]struct{}
+	// leading: this process leads, so it records metrics and gang notes.
+	leading atomic.Bool
 
 	attachOnce sync.Once
 	attachErr  error

@@ -2,9 +2,11 @@ package state
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/gang"
@@ -32,26 +34,28 @@ type GangStatus struct {
 	LastFailure  string
 	// Held are the admission checks holding it back: holder -> reason.
 	Held map[string]string
+	// MinBound: its min was bound, and it has not lost every placed pod since.
+	MinBound bool
 }
+
+// Waiting: the gang has live pods and has not yet had its min bound.
+func (g GangStatus) Waiting() bool { return g.Group != nil && !g.MinBound && g.Members > 0 }
 
 // Elastic is how many of its placed pods are beyond its min.
 func (g GangStatus) Elastic() int { return max(g.Placed-g.Min, 0) }
 
-// HeldReason is the first reason, in a fixed order, that an admission
-// check holds the gang back for; "" when none does.
+// HeldReason is the reason of the first admission check, in the order
+// the profile runs them, that holds the gang back; "" when none does.
 func (g GangStatus) HeldReason() string {
-	if r, ok := g.Held[splitHolder]; ok {
+	for _, h := range holdOrder {
+		if r, ok := g.Held[h]; ok {
+			return r
+		}
+	}
+	for _, r := range g.Held {
 		return r
 	}
-	holders := make([]string, 0, len(g.Held))
-	for h := range g.Held {
-		holders = append(holders, h)
-	}
-	sort.Strings(holders)
-	if len(holders) == 0 {
-		return ""
-	}
-	return g.Held[holders[0]]
+	return ""
 }
 
 // BackingOff says why the gang is not tried before its backoff ends at
@@ -73,6 +77,7 @@ func (s *State) gangStatusLocked(g *gangEntry) GangStatus {
 		Key: g.key, Group: g.group, Members: len(g.members), Placed: len(g.placed), Reserved: g.reserved,
 		Assembling: s.assembling.Has(g.key), Parked: len(s.parkedGangs[g.key]),
 		BackoffUntil: g.backoffUntil, LastFailure: g.lastFailure,
+		MinBound: g.group != nil && g.minBound == boundKey(g.group),
 	}
 	if g.group != nil {
 		v.Min = int(g.group.Spec.MinMember)
@@ -102,11 +107,11 @@ func (s *State) GangStatus(k gang.Key) (GangStatus, bool) {
 // for people and scrapes, never for a scheduling cycle.
 func (s *State) Gangs() []GangStatus {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	out := make([]GangStatus, 0, len(s.gangs))
 	for _, g := range s.gangs {
 		out = append(out, s.gangStatusLocked(g))
 	}
+	s.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
@@ -154,7 +159,7 @@ func (s *State) TakeGangNotes() []gang.Key {
 }
 
 func (s *State) noteGangLocked(k gang.Key) {
-	if s.settings.ReadOnly {
+	if s.settings.ReadOnly || !s.leading.Load() {
 		return
 	}
 	s.notedGangs[k] = struct{}{}
@@ -164,6 +169,19 @@ func (s *State) noteGangLocked(k gang.Key) {
 	}
 }
 
+// SetLeading says whether this process leads the scheduler: only the
+// leader records metrics and notes gangs for the status writers. The
+// status writers set it once they see the lease; a first placement (only
+// the leader schedules) sets it sooner.
+func (s *State) SetLeading(leading bool) { s.leading.Store(leading) }
+
+// Leading tells whether this process leads the scheduler.
+func (s *State) Leading() bool { return s.leading.Load() }
+
+// holdOrder is the order the profile's admission checks (PreEnqueue) run
+// in: the gang's own, then queue quota, then card quota.
+var holdOrder = []string{splitHolder, "CardinalQueue", "CardinalCardQuota"}
+
 // holdKinds names, for metrics, what each admission check holds gangs for.
 var holdKinds = map[string]string{
 	splitHolder:         "gang-split",
@@ -172,14 +190,21 @@ var holdKinds = map[string]string{
 }
 
 // heldLocked records that holder now holds gang g for reason; it tells
-// whether that is news (a new hold or a new reason).
+// whether that is news (a new hold or a new reason). The checks that run
+// after holder are not run while it holds: their holds are dropped, so
+// none stays behind once what it said is mended.
 func (s *State) heldLocked(g *gangEntry, holder, reason string) (changed bool) {
+	if i := slices.Index(holdOrder, holder); i >= 0 {
+		for _, later := range holdOrder[i+1:] {
+			s.releasedLocked(g, later)
+		}
+	}
 	old, had := g.held[holder]
 	g.held[holder] = reason
 	if had && old == reason {
 		return false
 	}
-	if !had && !s.settings.ReadOnly {
+	if !had && !s.settings.ReadOnly && s.leading.Load() {
 		kind := holdKinds[holder]
 		if kind == "" {
 			kind = holder
@@ -198,18 +223,31 @@ func (s *State) releasedLocked(g *gangEntry, holder string) {
 	}
 }
 
-// observeMinBoundLocked observes, once per gang, how long it waited from
-// its PodGroup's creation until its min was bound. Gangs found bound while
-// the state loads (a restart) are not observed: their wait is not known.
+// observeMinBoundLocked observes, once per PodGroup, how long it waited
+// from its creation until its min was bound. Gangs found bound while the
+// state loads (a restart) are not observed: their wait is not known. A
+// gang that loses every placed pod (evicted whole) waits anew.
 func (s *State) observeMinBoundLocked(g *gangEntry) {
-	if g.minBound || g.group == nil || len(g.placed)-g.reserved < g.min() {
+	if len(g.placed) == 0 {
+		g.minBound = ""
+	}
+	if g.group == nil || g.minBound == boundKey(g.group) || len(g.placed)-g.reserved < g.min() {
 		return
 	}
-	g.minBound = true
-	if s.settings.ReadOnly || !s.synced.Load() {
+	g.minBound = boundKey(g.group)
+	if s.settings.ReadOnly || !s.synced.Load() || !s.leading.Load() {
 		return
 	}
 	if created := g.group.CreationTimestamp.Time; !created.IsZero() {
 		metrics.GangWait.Observe(s.clock.Since(created).Seconds())
 	}
+}
+
+// boundKey tells PodGroups of one name apart: a PodGroup created anew
+// waits anew.
+func boundKey(pg *schedv1alpha1.PodGroup) types.UID {
+	if pg.UID == "" {
+		return "-"
+	}
+	return pg.UID
 }

@@ -31,8 +31,10 @@ func TestGangAllOrNothing(t *testing.T) {
 		return strings.HasPrefix(e.Regarding.Name, "train-") && e.Reason == "FailedScheduling" && strings.Contains(e.Note, "gang "+ns+"/train")
 	})
 	waitPodGroup(t, ns, "train", "waiting reason in numbers", func(pg *schedv1alpha1.PodGroup) bool {
+		reason := pg.Annotations["cardinal.dev/waiting-reason"]
 		return pg.Status.Phase == schedv1alpha1.PodGroupPending &&
-			strings.HasPrefix(pg.Annotations["cardinal.dev/waiting-reason"], "0 of minMember 4 pods scheduled; pod ")
+			(strings.HasPrefix(reason, "0 of minMember 4 pods scheduled; pod ") ||
+				strings.HasPrefix(reason, "0 of minMember 4 pods scheduled; gang "+ns+"/train is backing off until "))
 	})
 
 	createNodes(t, builder.MakeNode("aon-1").GPU("NVIDIA-H200", 1).Obj())
