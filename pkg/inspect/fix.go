@@ -26,6 +26,9 @@ var (
 	noModelNode   = regexp.MustCompile(`has none of the pod's card models (\S+)|not among the pod's card models (\S+)`)
 	unlabelled    = regexp.MustCompile(`cards have no model \(no product label\)`)
 	keptRoom      = regexp.MustCompile(`is kept for a gang that preempted for it`)
+	splitQueues   = regexp.MustCompile(`gang (\S+)'s pods resolve to different queues`)
+	splitSched    = regexp.MustCompile(`gang (\S+) has pods that name another scheduler`)
+	mixedKinds    = regexp.MustCompile(`need different resources`)
 	insufficientR = regexp.MustCompile(`Insufficient (\S+)`)
 )
 
@@ -72,6 +75,15 @@ func (c *Cluster) fix(pod *corev1.Pod, plugin, reason string) string {
 	}
 	if unlabelled.MatchString(reason) {
 		return "label the nodes' GPUs with their product (GPU feature discovery sets nvidia.com/gpu.product), or drop the pod's card-name annotation"
+	}
+	if m := splitQueues.FindStringSubmatch(reason); m != nil {
+		return fmt.Sprintf("label PodGroup %s with cardinal.dev/queue, or give all its pods the same queue", m[1])
+	}
+	if m := splitSched.FindStringSubmatch(reason); m != nil {
+		return fmt.Sprintf("set schedulerName: %s on every pod of gang %s", c.Settings.SchedulerName, m[1])
+	}
+	if mixedKinds.MatchString(reason) {
+		return "in the cardinal.dev/card-name annotation, list only models used through one resource (all whole cards, or all the same MIG or MPS slice)"
 	}
 	if keptRoom.MatchString(reason) {
 		return "nothing: the room is kept for a gang whose victims are terminating; the pod is tried on it once that gang is placed"

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cardinal.dev/cardinal/pkg/inspect"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -159,5 +161,43 @@ func TestKubectlCardinalInATerminal(t *testing.T) {
 				t.Errorf("column %s (at %d) does not line up in row %q", col, at, row)
 			}
 		}
+	}
+
+	// gangs and queues for scripts, and shell completion.
+	plugin := filepath.Join(env.root, "bin", "kubectl-cardinal")
+	out, err := exec.Command(plugin, "--kubeconfig", kubeconfig, "gangs", "-n", ns, "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("gangs -o json: %v", err)
+	}
+	var gangs []inspect.GangRow
+	if err := json.Unmarshal(out, &gangs); err != nil {
+		t.Fatalf("gangs -o json: %v: %s", err, out)
+	}
+	wantGang := inspect.GangRow{Namespace: ns, Name: "g", Queue: ns, Min: 2, Pods: 2, Phase: "Pending", Waiting: a.Why}
+	if len(gangs) != 1 || gangs[0] != wantGang {
+		t.Errorf("gangs -o json: %+v, want [%+v]", gangs, wantGang)
+	}
+	out, err = exec.Command(plugin, "--kubeconfig", kubeconfig, "queues", "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("queues -o json: %v", err)
+	}
+	var queues []inspect.QueueRow
+	if err := json.Unmarshal(out, &queues); err != nil {
+		t.Fatalf("queues -o json: %v: %s", err, out)
+	}
+	found := false
+	for _, q := range queues {
+		if q.Queue == ns && q.Card && q.Resource == "NVIDIA-H200" {
+			found = true
+			if q.Capability != "1" || q.Allocated != "0" {
+				t.Errorf("queues -o json for %s's NVIDIA-H200: %+v, want capability 1, allocated 0", ns, q)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("queues -o json has no row for %s's NVIDIA-H200: %s", ns, out)
+	}
+	if out, err := exec.Command(plugin, "completion", "bash").Output(); err != nil || !strings.Contains(string(out), "__start_kubectl") {
+		t.Errorf("completion bash: %v, %.200s", err, out)
 	}
 }

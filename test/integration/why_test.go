@@ -223,6 +223,30 @@ func TestWhy(t *testing.T) {
 			fix: "add nodes with card model NVIDIA-B200, or allow other models in the pod's cardinal.dev/card-name annotation",
 		},
 		{
+			name: "gang whose pods resolve to different queues",
+			setup: func(t *testing.T, ns string) {
+				createQueue(t, builder.MakeQueue(ns).Card("NVIDIA-H200", 0, 8).Obj())
+				createPodGroup(t, ns, "g", 2)
+				createPods(t, withLabel(gangPod(ns, "g", 0, 1), "cardinal.dev/queue", ns), withLabel(gangPod(ns, "g", 1, 1), "cardinal.dev/queue", "elsewhere"))
+				waitWaitingReason(t, ns, "g", "different queues")
+			},
+			target: "podgroup", object: "g",
+			why:       "0 of minMember 2 pods scheduled; gang {ns}/g's pods resolve to different queues: elsewhere (1 pods), {ns} (1 pods); set the label cardinal.dev/queue on the PodGroup so the gang is charged to one queue",
+			fix:       "label PodGroup {ns}/g with cardinal.dev/queue, or give all its pods the same queue",
+			annotated: true,
+		},
+		{
+			name: "card models used through different resources",
+			setup: func(t *testing.T, ns string) {
+				createQueue(t, builder.MakeQueue(ns).Card("NVIDIA-H200", 0, 8).Card("NVIDIA-H200/mig-1g.18gb-mixed", 0, 8).Obj())
+				createPods(t, builder.MakePod(ns, "p").GPU(1).CardName("NVIDIA-H200|NVIDIA-H200/mig-1g.18gb-mixed").Obj())
+				waitScheduledMessage(t, ns, "p", "0/2 nodes")
+			},
+			target: "pod", object: "p",
+			why: "0/2 nodes are available: pod {ns}/p: card models NVIDIA-H200 and NVIDIA-H200/mig-1g.18gb-mixed need different resources (whole cards and nvidia.com/mig-1g.18gb), and a pod requests only one: list alternatives of the same kind, or run one workload per kind. no preemption: no pod that {ns}/p may evict (queue {ns})",
+			fix: "in the cardinal.dev/card-name annotation, list only models used through one resource (all whole cards, or all the same MIG or MPS slice)",
+		},
+		{
 			name: "another gang's min comes first",
 			setup: func(t *testing.T, ns string) {
 				createQueue(t, builder.MakeQueue(ns).Card("NVIDIA-H200", 0, 8).Obj())
@@ -337,4 +361,20 @@ func TestWhyRuntime(t *testing.T) {
 			t.Errorf("why %s: %s %q, want Evicted and %s", victim, a.State, a.Why, want)
 		}
 	})
+}
+
+// TestWhyUnlabelledCards: a pod that names a card model, on a cluster whose
+// only GPUs carry no product label, is told so and how to fix it (SPEC §1.4).
+func TestWhyUnlabelledCards(t *testing.T) {
+	createNodes(t, builder.MakeNode("whyu-0").Res(builder.GPUResource, "4").Obj())
+	startScheduler(t)
+	ns := createGPUNamespace(t, "whyu")
+	createPods(t, builder.MakePod(ns, "p").GPU(1).CardName("NVIDIA-H200").Obj())
+	waitScheduledMessage(t, ns, "p", "no product label")
+	a := why(t, "pod", ns, "p")
+	want := "0/1 nodes are available: 1 node whyu-0's cards have no model (no product label), and the pod asks for NVIDIA-H200. no preemption: no pod that whyu/p may evict (queue whyu)"
+	wantFix := "label the nodes' GPUs with their product (GPU feature discovery sets nvidia.com/gpu.product), or drop the pod's card-name annotation"
+	if a.State != inspect.Waiting || a.Why != want || a.Fix != wantFix {
+		t.Errorf("why p: %s\n %q\n %q\nwant\n %q\n %q", a.State, a.Why, a.Fix, want, wantFix)
+	}
 }
