@@ -163,7 +163,35 @@ func Load(ctx context.Context, cfg *rest.Config, schedulerConfiguration []byte) 
 	if err := st.WaitForSync(ctx); err != nil {
 		return nil, fmt.Errorf("reading the cluster: %w", err)
 	}
-	return &Cluster{State: st, Framework: fw, Settings: s, client: client, podGroups: podGroups.Lister(), pods: pods.Lister(), snapshot: snapshot}, nil
+	c := &Cluster{State: st, Framework: fw, Settings: s, client: client, podGroups: podGroups.Lister(), pods: pods.Lister(), snapshot: snapshot}
+	if err := c.admitGangs(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// admitGangs runs admission on every gang's first waiting pod, as the
+// scheduler's queue does when the pods arrive, so the state knows which
+// gangs are held: a held gang keeps nobody's elastic pods waiting.
+func (c *Cluster) admitGangs(ctx context.Context) error {
+	pgs, err := c.podGroups.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, pg := range pgs {
+		pods, err := c.gangPods(pg)
+		if err != nil {
+			return err
+		}
+		if first := firstWaiting(pods); first != nil {
+			for _, pl := range c.Framework.PreEnqueuePlugins() {
+				if st := pl.PreEnqueue(ctx, first); !st.IsSuccess() {
+					break
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func waitForSync(ctx context.Context, factory informers.SharedInformerFactory) error {

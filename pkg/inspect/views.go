@@ -110,7 +110,7 @@ type GangRow struct {
 
 // Gangs returns a row per PodGroup in namespace ("" for all), ordered by
 // namespace and name.
-func (c *Cluster) Gangs(ctx context.Context, namespace string) ([]GangRow, error) {
+func (c *Cluster) Gangs(_ context.Context, namespace string) ([]GangRow, error) {
 	pgs, err := c.podGroups.PodGroups(namespace).List(labels.Everything())
 	if namespace == "" {
 		pgs, err = c.podGroups.List(labels.Everything())
@@ -134,14 +134,7 @@ func (c *Cluster) Gangs(ctx context.Context, namespace string) ([]GangRow, error
 		g, _ := c.State.GangStatus(k)
 		row := GangRow{Namespace: pg.Namespace, Name: pg.Name, Min: pg.Spec.MinMember, Pods: len(pods), Placed: g.Placed, Elastic: g.Elastic(), Phase: string(pg.Status.Phase)}
 		if first := firstWaiting(pods); first != nil {
-			row.Queue = c.State.QueueOf(first)
-			// Admission is where holds are decided: run it, as the
-			// scheduler does, before reading them.
-			for _, pl := range c.Framework.PreEnqueuePlugins() {
-				if st := pl.PreEnqueue(ctx, first); !st.IsSuccess() {
-					break
-				}
-			}
+			row.Queue = c.State.QueueOf(first) // holds were judged at Load
 		} else if len(pods) > 0 {
 			row.Queue = c.State.QueueOf(pods[0])
 		}

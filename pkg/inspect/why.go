@@ -223,9 +223,16 @@ func (c *Cluster) scheduled(pod *corev1.Pod, found string) string {
 		return cond.Message
 	}
 	for _, runtimeOnly := range runtimeOnly {
-		// Which gang is being placed, and whether another gang that needs
-		// its min is held or backing off, only the scheduler knows.
-		if strings.Contains(cond.Message, runtimeOnly) || strings.Contains(found, runtimeOnly) {
+		if strings.Contains(cond.Message, runtimeOnly) {
+			return cond.Message
+		}
+	}
+	// Elastic pods wait for a gang that needs its min unless that gang is
+	// held (judged here too, see Load) or backing off, which only the
+	// scheduler knows and writes on the gang's PodGroup.
+	if m := elasticWaits.FindStringSubmatch(found); m != nil {
+		ns, name := gang.Key(m[1]).Split()
+		if pg, err := c.podGroups.PodGroups(ns).Get(name); err == nil && c.backingOff(pg) != "" {
 			return cond.Message
 		}
 	}
@@ -233,8 +240,8 @@ func (c *Cluster) scheduled(pod *corev1.Pod, found string) string {
 }
 
 // runtimeOnly mark refusals that depend on what only the running scheduler
-// knows.
-var runtimeOnly = []string{"which is being placed", "is backing off until", "is kept for a gang", "elastic pods wait while gang"}
+// knows: which gang is being placed, a backoff, room kept for a preemptor.
+var runtimeOnly = []string{"which is being placed", "is backing off until", "is kept for a gang"}
 
 // backingOff is the backoff the scheduler wrote in a PodGroup's waiting
 // reason while it lasts, or "": a gang backing off is not tried, so none of

@@ -128,8 +128,8 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 		if g.Group == nil || g.Members == 0 {
 			continue // no PodGroup, or nothing of it left (a finished job)
 		}
-		if created := g.Group.CreationTimestamp.Time; g.Waiting() && !created.IsZero() {
-			longest = max(longest, now.Sub(created).Seconds())
+		if g.Waiting() && !g.WaitingSince.IsZero() {
+			longest = max(longest, now.Sub(g.WaitingSince).Seconds())
 		}
 		switch {
 		case g.MinBound || g.Placed >= g.Min:

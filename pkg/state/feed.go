@@ -257,6 +257,10 @@ func (s *State) OnPodGroup(pg *schedv1alpha1.PodGroup) {
 	g := s.gangLocked(gang.KeyOf(pg))
 	old := g.group
 	g.group = pg
+	if old == nil || old.UID != pg.UID {
+		// A PodGroup created anew waits since its creation.
+		g.minBound, g.waitSince = "", time.Time{}
+	}
 	s.gangCreated.LoadOrStore(g.key, pg.CreationTimestamp.Time)
 	if old == nil || !maps.Equal(old.Labels, pg.Labels) {
 		s.refactGangLocked(g)

@@ -42,6 +42,9 @@ type gangEntry struct {
 	// minBound is the UID of the PodGroup whose min was seen bound (its
 	// wait observed once, views.go); "" while it waits for its min.
 	minBound types.UID
+	// waitSince, when set, is when it began to wait anew after losing every
+	// placed pod; before that it waits since its PodGroup's creation.
+	waitSince time.Time
 }
 
 // min is the number of placed pods below which the gang waits at Permit.

@@ -36,6 +36,10 @@ type GangStatus struct {
 	Held map[string]string
 	// MinBound: its min was bound, and it has not lost every placed pod since.
 	MinBound bool
+	// WaitingSince is when it began to wait for its min: its PodGroup's
+	// creation, or when it lost every placed pod (evicted whole, a next
+	// wave of a job).
+	WaitingSince time.Time
 }
 
 // Waiting: the gang has live pods and has not yet had its min bound.
@@ -77,7 +81,8 @@ func (s *State) gangStatusLocked(g *gangEntry) GangStatus {
 		Key: g.key, Group: g.group, Members: len(g.members), Placed: len(g.placed), Reserved: g.reserved,
 		Assembling: s.assembling.Has(g.key), Parked: len(s.parkedGangs[g.key]),
 		BackoffUntil: g.backoffUntil, LastFailure: g.lastFailure,
-		MinBound: g.group != nil && g.minBound == boundKey(g.group),
+		MinBound:     g.group != nil && g.minBound == boundKey(g.group),
+		WaitingSince: waitingSince(g),
 	}
 	if g.group != nil {
 		v.Min = int(g.group.Spec.MinMember)
@@ -223,13 +228,14 @@ func (s *State) releasedLocked(g *gangEntry, holder string) {
 	}
 }
 
-// observeMinBoundLocked observes, once per PodGroup, how long it waited
-// from its creation until its min was bound. Gangs found bound while the
+// observeMinBoundLocked observes, once per wait, how long a gang waited
+// from its PodGroup's creation (or from losing every placed pod) until its
+// min was bound. Gangs found bound while the
 // state loads (a restart) are not observed: their wait is not known. A
 // gang that loses every placed pod (evicted whole) waits anew.
 func (s *State) observeMinBoundLocked(g *gangEntry) {
-	if len(g.placed) == 0 {
-		g.minBound = ""
+	if len(g.placed) == 0 && g.minBound != "" {
+		g.minBound, g.waitSince = "", s.clock.Now()
 	}
 	if g.group == nil || g.minBound == boundKey(g.group) || len(g.placed)-g.reserved < g.min() {
 		return
@@ -238,8 +244,8 @@ func (s *State) observeMinBoundLocked(g *gangEntry) {
 	if s.settings.ReadOnly || !s.synced.Load() || !s.leading.Load() {
 		return
 	}
-	if created := g.group.CreationTimestamp.Time; !created.IsZero() {
-		metrics.GangWait.Observe(s.clock.Since(created).Seconds())
+	if since := waitingSince(g); !since.IsZero() {
+		metrics.GangWait.Observe(s.clock.Since(since).Seconds())
 	}
 }
 
@@ -250,4 +256,12 @@ func boundKey(pg *schedv1alpha1.PodGroup) types.UID {
 		return "-"
 	}
 	return pg.UID
+}
+
+// waitingSince is when gang g began to wait for its min.
+func waitingSince(g *gangEntry) time.Time {
+	if !g.waitSince.IsZero() || g.group == nil {
+		return g.waitSince
+	}
+	return g.group.CreationTimestamp.Time
 }

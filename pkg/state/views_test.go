@@ -3,6 +3,7 @@ package state
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,7 +64,7 @@ func TestHolds(t *testing.T) {
 // once it loses every placed pod, and a PodGroup created anew under the
 // same name waits anew.
 func TestMinBound(t *testing.T) {
-	s, _ := newTestState()
+	s, clk := newTestState()
 	s.SetLeading(true)
 	s.OnNode(builder.MakeNode("n").GPU(h200, 4).Obj())
 	pg := podGroup("g", 2, nil)
@@ -92,9 +93,20 @@ func TestMinBound(t *testing.T) {
 	if g, _ := s.GangStatus(k); g.MinBound {
 		t.Error("a PodGroup created anew counts as bound before its min was seen bound")
 	}
+	clk.Step(time.Hour)
 	s.OnPodGone(bound(a, "n"))
 	s.OnPod(b)
-	if !waiting() {
-		t.Error("a gang with nothing placed is not waiting")
+	if g, _ := s.GangStatus(k); !g.Waiting() || !g.WaitingSince.Equal(t0) {
+		t.Errorf("a PodGroup created anew that never had its min: waiting %v since %v, want since its creation %v", g.Waiting(), g.WaitingSince, t0)
+	}
+	s.OnPod(a)
+	s.OnPod(bound(a, "n"))
+	s.OnPod(bound(b, "n"))
+	clk.Step(time.Hour)
+	s.OnPodGone(bound(a, "n"))
+	s.OnPodGone(bound(b, "n"))
+	s.OnPod(member("g", 2))
+	if g, _ := s.GangStatus(k); !g.Waiting() || !g.WaitingSince.Equal(t0.Add(2*time.Hour)) {
+		t.Errorf("a gang that lost every placed pod: waiting %v since %v, want since it lost them (%v)", g.Waiting(), g.WaitingSince, t0.Add(2*time.Hour))
 	}
 }

@@ -35,27 +35,27 @@ func inTerminal(t *testing.T, args ...string) []string {
 func inTmux(t *testing.T, tmux, plugin string, args []string) []string {
 	t.Helper()
 	socket := fmt.Sprintf("cardinal-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	done := filepath.Join(t.TempDir(), "done")
-	script := fmt.Sprintf("%s %s; touch %s; sleep 60", plugin, strings.Join(args, " "), done)
+	const end = "__END_OF_OUTPUT__"
+	script := fmt.Sprintf("%s %s; echo %s; sleep 60", plugin, strings.Join(args, " "), end)
 	if out, err := exec.Command(tmux, "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", fmt.Sprint(termWidth), "-y", "50", "-s", "why", script).CombinedOutput(); err != nil {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
 	defer exec.Command(tmux, "-L", socket, "kill-server").Run() //nolint:errcheck
 	deadline := time.Now().Add(waitTimeout)
 	for {
-		if _, err := os.Stat(done); err == nil {
-			break
+		// What the pane shows once the command's last line has reached it.
+		out, err := exec.Command(tmux, "-L", socket, "capture-pane", "-p", "-J", "-t", "why").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shown, _, done := strings.Cut(string(out), end+"\n"); done {
+			return strings.Split(strings.TrimRight(shown, "\n"), "\n")
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("kubectl cardinal did not finish in tmux")
+			t.Fatalf("kubectl cardinal did not finish in tmux; the pane shows:\n%s", out)
 		}
 		time.Sleep(poll)
 	}
-	out, err := exec.Command(tmux, "-L", socket, "capture-pane", "-p", "-J", "-t", "why").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 }
 
 func inPty(t *testing.T, plugin string, args []string) []string {
