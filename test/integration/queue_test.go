@@ -296,7 +296,7 @@ func TestShrinkAndQueueDeletion(t *testing.T) {
 	ns := createNamespace(t, "queue-shrink")
 	createQueue(t, builder.MakeQueue("shrink").Obj())
 	createNodes(t, builder.MakeNode("shrink-0").Res("cpu", "4").Obj(), builder.MakeNode("shrink-1").Res("cpu", "4").Obj())
-	s := startScheduler(t)
+	s := startScheduler(t, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
 	createPods(t, cpuPods(ns, "p", "shrink", 6)...)
 	waitBoundCount(t, ns, 6)
 
@@ -311,6 +311,15 @@ func TestShrinkAndQueueDeletion(t *testing.T) {
 
 	if err := env.cardinal.SchedulingV1alpha1().Queues().Delete(ctx, "shrink", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// The scheduler learns of the deletion through its informer: a pod
+	// created before it has may still be placed. Its metrics show when the
+	// queue is gone from what it decides with.
+	err := wait.PollUntilContextTimeout(ctx, poll, waitTimeout, true, func(context.Context) (bool, error) {
+		return !strings.Contains(scrapeMetrics(t, s), `cardinal_queue_allocated{queue="shrink"`), nil
+	})
+	if err != nil {
+		t.Fatalf("the scheduler still decides with the deleted Queue shrink: %v", err)
 	}
 	createPods(t, builder.MakePod(ns, "late").Label(v1alpha1.QueueLabel, "shrink").Req("cpu", "100m").Obj())
 	waitPodEvent(t, ns, "late", "queue shrink does not exist")
