@@ -8,6 +8,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -108,10 +109,8 @@ func Load(ctx context.Context, cfg *rest.Config, schedulerConfiguration []byte) 
 	podGroups := pgFactory.Scheduling().V1alpha1().PodGroups()
 	podGroups.Informer()
 	pgFactory.Start(ctx.Done())
-	for typ, ok := range pgFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("reading %v from the cluster: %w", typ, context.Cause(ctx))
-		}
+	if err := waitForSync(ctx, pgFactory); err != nil {
+		return nil, err
 	}
 	allPods, err := pods.Lister().List(labels.Everything())
 	if err != nil {
@@ -194,7 +193,9 @@ func (c *Cluster) admitGangs(ctx context.Context) error {
 	return nil
 }
 
-func waitForSync(ctx context.Context, factory informers.SharedInformerFactory) error {
+func waitForSync(ctx context.Context, factory interface {
+	WaitForCacheSync(<-chan struct{}) map[reflect.Type]bool
+}) error {
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("reading %v from the cluster: %w", typ, context.Cause(ctx))

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/podgroupstatus"
@@ -111,9 +112,12 @@ type GangRow struct {
 // Gangs returns a row per PodGroup in namespace ("" for all), ordered by
 // namespace and name.
 func (c *Cluster) Gangs(_ context.Context, namespace string) ([]GangRow, error) {
-	pgs, err := c.podGroups.PodGroups(namespace).List(labels.Everything())
+	var pgs []*schedv1alpha1.PodGroup
+	var err error
 	if namespace == "" {
 		pgs, err = c.podGroups.List(labels.Everything())
+	} else {
+		pgs, err = c.podGroups.PodGroups(namespace).List(labels.Everything())
 	}
 	if err != nil {
 		return nil, err

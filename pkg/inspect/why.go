@@ -26,7 +26,7 @@ import (
 type Answer struct {
 	// Object is what was asked about: "pod NS/NAME" or "podgroup NS/NAME".
 	Object string `json:"object"`
-	// State is Waiting, Running, Evicted, Finished, or Gone.
+	// State is Waiting, Running, Evicted or Finished.
 	State string `json:"state"`
 	// Why is the reason, as the scheduler's own decision code gives it. For
 	// a waiting gang it is the sentence its PodGroup's
@@ -44,7 +44,6 @@ const (
 	Running  = "Running"
 	Evicted  = "Evicted"
 	Finished = "Finished"
-	Gone     = "Gone"
 )
 
 // WhyPod answers for one pod.
@@ -102,23 +101,22 @@ func (c *Cluster) WhyPodGroup(ctx context.Context, namespace, name string) (Answ
 	if err != nil {
 		return a, err
 	}
+	// The gang's reason: a hold or backoff, else what the checks find for
+	// its first waiting pod, quoted as the annotation quotes a pod.
 	first := firstWaiting(pods)
-	reason, plugin, held := "", "", ""
+	reason, plugin, quoted := "", "", ""
 	if first != nil {
 		reason, plugin = c.waitReason(ctx, first)
-		if held = c.held(gang.KeyOf(pg)); held == "" {
-			held = c.backingOff(pg)
+		if quoted = c.held(gang.KeyOf(pg)); quoted == "" {
+			quoted = c.backingOff(pg)
 		}
-		if held == "" {
-			// What the scheduler would write on the pod, in the words the
-			// PodGroup's annotation quotes it with.
-			said := first.DeepCopy()
-			said.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: reason}}
-			pods = slices.Clone(pods)
-			pods[slices.Index(pods, first)] = said
+		if quoted != "" {
+			reason = quoted
+		} else {
+			quoted = podgroupstatus.PodReason(first, reason)
 		}
 	}
-	s := podgroupstatus.Compute(pg, pods, held)
+	s := podgroupstatus.Compute(pg, pods, quoted)
 	switch {
 	case s.WaitingReason != "":
 		a.State, a.Why = Waiting, s.WaitingReason

@@ -23,11 +23,12 @@ type Summary struct {
 // Running at min running, Finished when min succeeded and none runs, Failed
 // when a pod failed and fewer than min can still run.
 //
-// Its waiting reason is held, when an admission check holds the gang back
-// (its pods are then never tried), else what the scheduler last said of
-// the gang's first pod that waits, in the order its pods are placed.
-// kubectl cardinal why builds the same sentence from the same parts.
-func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, held string) Summary {
+// Its waiting reason is reason when given (an admission hold or a backoff,
+// whose pods are then not tried), else what the scheduler last said of the
+// gang's first pod that waits, in the order its pods are placed (Waits,
+// gang.Less). kubectl cardinal why builds the same sentence from the same
+// parts.
+func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, reason string) Summary {
 	var s Summary
 	var live int32
 	var first *corev1.Pod
@@ -50,7 +51,6 @@ func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, held string) Summar
 			first = p
 		}
 	}
-	reason := held
 	if reason == "" && first != nil {
 		for _, c := range first.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {

@@ -139,7 +139,9 @@ func (s *State) Reserve(pod *corev1.Pod, node string) *fwk.Status {
 	defer s.mu.Unlock()
 	// Only the replica that leads schedules: it knows it leads from its
 	// first placement, before the status writers see the lease.
-	s.leading.Store(true)
+	if !s.leading.Load() {
+		s.leading.Store(true)
+	}
 	e, recorded := s.ensurePodLocked(pod)
 	if !recorded {
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("pod %s/%s was deleted", pod.Namespace, pod.Name))

@@ -87,14 +87,15 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 	gauge := func(d *metrics.Desc, v float64, labels ...string) {
 		ch <- metrics.NewLazyConstMetric(d, metrics.GaugeValue, v, labels...)
 	}
+	// cpu is kept in millicores; metrics give base units.
+	value := func(name string, v int64) float64 {
+		if name == "cpu" {
+			return float64(v) / 1000
+		}
+		return float64(v)
+	}
 	for _, qs := range c.state.QueueStatuses() {
 		q, u := qs.Queue.Name, qs.Usage
-		value := func(name string, v int64) float64 {
-			if name == "cpu" {
-				return float64(v) / 1000
-			}
-			return float64(v)
-		}
 		for name, v := range u.Allocated {
 			gauge(queueDescs["allocated"], value(string(name), v), q, string(name))
 			gauge(queueDescs["borrowed"], value(string(name), max(v-u.Deserved[name], 0)), q, string(name))

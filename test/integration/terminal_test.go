@@ -2,9 +2,11 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"cardinal.dev/cardinal/pkg/inspect"
 	"cardinal.dev/cardinal/test/builder"
@@ -41,21 +45,21 @@ func inTmux(t *testing.T, tmux, plugin string, args []string) []string {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
 	defer exec.Command(tmux, "-L", socket, "kill-server").Run() //nolint:errcheck
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		// What the pane shows once the command's last line has reached it.
+	// What the pane shows once the command's last line has reached it.
+	var shown string
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
 		out, err := exec.Command(tmux, "-L", socket, "capture-pane", "-p", "-J", "-t", "why").Output()
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
-		if shown, _, done := strings.Cut(string(out), end+"\n"); done {
-			return strings.Split(strings.TrimRight(shown, "\n"), "\n")
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubectl cardinal did not finish in tmux; the pane shows:\n%s", out)
-		}
-		time.Sleep(poll)
+		var done bool
+		shown, _, done = strings.Cut(string(out), end+"\n")
+		return done, nil
+	})
+	if err != nil {
+		t.Fatalf("kubectl cardinal did not finish in tmux: %v; the pane shows:\n%s", err, shown)
 	}
+	return strings.Split(strings.TrimRight(shown, "\n"), "\n")
 }
 
 func inPty(t *testing.T, plugin string, args []string) []string {
@@ -116,6 +120,7 @@ func TestKubectlCardinalInATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := why(t, "podgroup", ns, "g")
+	before := versions(t, ns)
 
 	lines := inTerminal(t, "--kubeconfig", kubeconfig, "why", "podgroup/g", "-n", ns)
 	t.Logf("kubectl cardinal why podgroup/g in %d columns:\n%s", termWidth, strings.Join(lines, "\n"))
@@ -200,4 +205,45 @@ func TestKubectlCardinalInATerminal(t *testing.T) {
 	if out, err := exec.Command(plugin, "completion", "bash").Output(); err != nil || !strings.Contains(string(out), "__start_kubectl") {
 		t.Errorf("completion bash: %v, %.200s", err, out)
 	}
+	// The plugin only reads: the gang it explained, its pods and its
+	// queue are as they were, and no event names it as their reporter.
+	if after := versions(t, ns); !maps.Equal(before, after) {
+		t.Errorf("objects changed while kubectl cardinal ran: before %v, after %v", before, after)
+	}
+	evs, err := env.kube.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.ReportingController != "" && !strings.Contains(e.ReportingController, "scheduler") {
+			t.Errorf("event by %s: %s %s", e.ReportingController, e.Reason, e.Note)
+		}
+	}
+}
+
+// versions are the resource versions of the PodGroups, pods and queue of ns.
+func versions(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	pgs, err := podGroups().SchedulingV1alpha1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pg := range pgs.Items {
+		out["podgroup/"+pg.Name] = pg.ResourceVersion
+	}
+	pods, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		out["pod/"+p.Name] = p.ResourceVersion
+	}
+	q, err := env.cardinal.SchedulingV1alpha1().Queues().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["queue/"+ns] = q.ResourceVersion
+	return out
 }

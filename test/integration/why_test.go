@@ -125,8 +125,7 @@ func TestWhy(t *testing.T) {
 			name: "no PodGroup",
 			setup: func(t *testing.T, ns string) {
 				createQueue(t, builder.MakeQueue(ns).Card("NVIDIA-H200", 0, 8).Obj())
-				createPods(t, gangPod(ns, "g", 0, 1))
-				time.Sleep(time.Second)
+				createPods(t, gangPod(ns, "g", 0, 1)) // why reads the cluster afresh: nothing to wait for
 			},
 			target: "pod", object: "g-0",
 			why: "PodGroup {ns}/g not found: create it, or remove the label scheduling.x-k8s.io/pod-group from the pod",
