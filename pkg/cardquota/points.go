@@ -31,6 +31,10 @@ type stateData struct {
 	// quota on some node, so it is recorded as waiting for room once per
 	// cycle (shared by the cycle's clones).
 	waits *atomic.Bool
+	// everyNode is set when PreFilter found that every node carrying the
+	// pod's card resources passes Filter, so Filter need not look the
+	// node up; adjusted when AddPod or RemovePod changed the numbers since.
+	everyNode, adjusted bool
 }
 
 // Clone copies what AddPod and RemovePod change.
@@ -38,6 +42,26 @@ func (s *stateData) Clone() fwk.StateData {
 	c := *s
 	c.cards = maps.Clone(s.cards)
 	return &c
+}
+
+// passesEveryNode tells whether Filter would let the pod onto every node
+// that carries the card resources it requests: each model some node
+// carries them under is among its alternatives and has quota for it, and,
+// when it names models, no node carries them unlabelled. Nodes that do not
+// carry them are refused by NodeResourcesFit.
+func (p *Plugin) passesEveryNode(s *stateData) bool {
+	for r, n := range s.requests {
+		models, unlabelled := p.state.ModelsCarrying(r)
+		if unlabelled && len(s.names) > 0 {
+			return false
+		}
+		for _, m := range models {
+			if len(s.names) > 0 && s.rank(m) < 0 || s.check(m, n) != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func getState(cs fwk.CycleState) (*stateData, error) {
@@ -102,8 +126,9 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 			s.cards[m] = u
 		}
 	}
+	s.everyNode = !simulating && p.passesEveryNode(s)
 	cs.Write(stateKey, s)
-	if len(names) == 0 || simulating {
+	if len(names) == 0 || simulating || s.everyNode {
 		return nil, nil
 	}
 	var total int64
@@ -150,6 +175,9 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	s, err := getState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
+	}
+	if s.everyNode && !s.adjusted {
+		return nil
 	}
 	nodeName := nodeInfo.Node().Name
 	node, _ := p.state.Node(nodeName)
@@ -219,6 +247,7 @@ func (p *Plugin) adjust(cs fwk.CycleState, other *corev1.Pod, nodeInfo fwk.NodeI
 		node, _ := p.state.Node(nodeInfo.Node().Name)
 		cards = node.PodCards(other)
 	}
+	s.adjusted = true
 	for model, n := range cards {
 		u := s.cards[model]
 		u.Allocated += sign * n

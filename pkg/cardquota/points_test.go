@@ -93,6 +93,70 @@ func TestFilter(t *testing.T) {
 	}
 }
 
+// TestPassesEveryNode: PreFilter lets Filter pass every node without
+// looking it up exactly when Filter would pass every node that carries the
+// pod's card resource, and the shortcut ends once the numbers are adjusted.
+func TestPassesEveryNode(t *testing.T) {
+	room := state.CardUsage{Listed: true, Capability: 4}
+	full := state.CardUsage{Listed: true, Capability: 1, Allocated: 1}
+	gpu1 := map[corev1.ResourceName]int64{builder.GPUResource: 1}
+	tests := []struct {
+		name  string
+		state stateData
+		want  bool
+	}{
+		{"any model, both with room", stateData{requests: gpu1, cards: map[string]state.CardUsage{rtx: room, rtxD: room}}, true},
+		{"any model, one full", stateData{requests: gpu1, cards: map[string]state.CardUsage{rtx: room, rtxD: full}}, false},
+		{"any model, one not listed", stateData{requests: gpu1, cards: map[string]state.CardUsage{rtx: room}}, false},
+		{"names both, unlabelled node refuses", stateData{requests: gpu1, names: []string{rtx, rtxD}, cards: map[string]state.CardUsage{rtx: room, rtxD: room}}, false},
+		{"names one of two models", stateData{requests: gpu1, names: []string{rtx}, cards: map[string]state.CardUsage{rtx: room, rtxD: room}}, false},
+		{"resource no node carries as cards", stateData{requests: map[corev1.ResourceName]int64{"nvidia.com/mig-1g.18gb": 1}}, true},
+	}
+	p, nodes := fixture(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.state
+			if got := p.passesEveryNode(&s); got != tt.want {
+				t.Fatalf("passesEveryNode = %v, want %v", got, tt.want)
+			}
+			// What Filter says of every node that carries the resource.
+			cs := framework.NewCycleState()
+			cs.Write(stateKey, &s)
+			every := true
+			for _, ni := range nodes {
+				carries := false
+				for r := range s.requests {
+					_, carries = ni.Node().Status.Allocatable[r]
+				}
+				if carries && !p.Filter(context.Background(), cs, nil, ni).IsSuccess() {
+					every = false
+				}
+			}
+			if every != tt.want {
+				t.Errorf("Filter passes every node carrying the resource: %v, but passesEveryNode = %v", every, tt.want)
+			}
+		})
+	}
+
+	t.Run("adjusted numbers are filtered again", func(t *testing.T) {
+		victim := builder.MakePod("ns", "other").Label(v1alpha1.QueueLabel, "a").GPU(1).Obj()
+		victim.UID = "other"
+		victim.Spec.NodeName = "n-4090"
+		p.state.OnPod(victim)
+		s := &stateData{queue: "a", requests: gpu1, cards: map[string]state.CardUsage{rtx: {Listed: true, Capability: 2, Allocated: 1}}, everyNode: true}
+		cs := framework.NewCycleState()
+		cs.Write(stateKey, s)
+		if st := p.Filter(context.Background(), cs, nil, nodes["n-4090d"]); !st.IsSuccess() {
+			t.Fatalf("unadjusted: Filter %v, want the shortcut's success", st)
+		}
+		pi, _ := framework.NewPodInfo(victim)
+		p.AddPod(context.Background(), cs, nil, pi, nodes["n-4090"])
+		if st := p.Filter(context.Background(), cs, nil, nodes["n-4090"]); st.IsSuccess() {
+			t.Errorf("after AddPod filled the quota, Filter still passes")
+		}
+	})
+}
+
 func TestScorePrefersEarlierAlternatives(t *testing.T) {
 	p, nodes := fixture(t)
 	cs := framework.NewCycleState()

@@ -26,6 +26,10 @@ type stateData struct {
 	// placed, without the pod itself: less the min member it pushes out to
 	// elastic, if any.
 	nonPreemptibleUse quota.Resources
+	// recheck is set when PreFilter did not check the numbers (preemption
+	// simulation) or AddPod or RemovePod changed them since: only then does
+	// Filter, which runs for every node, check them.
+	recheck bool
 }
 
 // Clone deep-copies what AddPod and RemovePod change.
@@ -83,6 +87,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	if c.Displaced != nil {
 		s.nonPreemptibleUse.Sub(c.Displaced.Request)
 	}
+	s.recheck = simulating
 	cs.Write(stateKey, s)
 	if simulating {
 		return nil, nil // Filter decides, on numbers preemption adjusts
@@ -135,8 +140,10 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if st := s.check(); st != nil {
-		return st
+	if s.recheck {
+		if st := s.check(); st != nil {
+			return st
+		}
 	}
 	if node := nodeInfo.Node(); node != nil {
 		if claims := p.state.ClaimsOn(node.Name); len(claims) > 0 {
@@ -169,6 +176,7 @@ func (p *Plugin) adjust(cs fwk.CycleState, other *corev1.Pod, op func(r, b quota
 	if !ok || c.Queue != s.queue {
 		return nil
 	}
+	s.recheck = true
 	op(s.allocated, c.Request)
 	if c.NonPreemptible {
 		op(s.nonPreemptibleUse, c.Request)

@@ -33,8 +33,9 @@ func TestPreemptionSimulation(t *testing.T) {
 	victim := placed("victim", "a", v1alpha1.NonPreemptible)
 	other := placed("other", "b", v1alpha1.Preemptible)
 
+	// As a preemption simulation's PreFilter leaves it: not yet checked.
 	s := &stateData{
-		queue: "a", request: cpu(1000), nonPreemptible: true,
+		queue: "a", request: cpu(1000), nonPreemptible: true, recheck: true,
 		guarantee:         cpu(1000),
 		capability:        cpu(1000),
 		allocated:         cpu(1000),

@@ -16,8 +16,18 @@ import (
 )
 
 // minInterval bounds how often statuses are written: a burst of binds
-// becomes one pass, and statuses lag the scheduler by at most about this.
+// becomes one pass, and statuses lag the scheduler by at most about this
+// while few queues change.
 const minInterval = time.Second
+
+// writesPerSecond bounds the rate of status writes over all queues. Each
+// write of a Queue costs kube-apiserver a validated custom-resource update
+// and a watch event to every watcher; with hundreds of queues whose use
+// changes with every bind, unbounded passes cost the control plane more
+// than the binds themselves. With many queues changing at once, statuses
+// then lag by about (changed queues / writesPerSecond) seconds; the
+// metrics endpoint reads the scheduler's numbers live.
+const writesPerSecond = 10
 
 // resync is how often statuses are compared with the scheduler's numbers
 // even when nothing signalled a change (a write that failed, say).
@@ -40,7 +50,7 @@ func (w *Writer) Start(ctx context.Context) error {
 	ticker := time.NewTicker(resync)
 	defer ticker.Stop()
 	for {
-		w.writeAll(ctx)
+		written := w.writeAll(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -50,12 +60,20 @@ func (w *Writer) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(minInterval):
+		case <-time.After(pause(written)):
 		}
 	}
 }
 
-func (w *Writer) writeAll(ctx context.Context) {
+// pause is how long to wait after a pass that wrote n statuses.
+func pause(n int) time.Duration {
+	return max(minInterval, time.Duration(n)*time.Second/writesPerSecond)
+}
+
+// writeAll writes every status that differs from the scheduler's numbers
+// and returns how many it wrote.
+func (w *Writer) writeAll(ctx context.Context) int {
+	written := 0
 	now := metav1.Now()
 	for _, qs := range w.State.QueueStatuses() {
 		st := Compute(qs, now)
@@ -64,12 +82,14 @@ func (w *Writer) writeAll(ctx context.Context) {
 		}
 		q := qs.Queue.DeepCopy()
 		q.Status = st
+		written++
 		if _, err := w.Client.SchedulingV1alpha1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			// A conflict means the informer has a newer Queue on its way;
 			// its arrival signals a change, and the next pass writes again.
 			klog.FromContext(ctx).V(2).Info("Writing Queue status", "queue", q.Name, "err", err)
 		}
 	}
+	return written
 }
 
 // equalStatus compares ignoring condition transition times.

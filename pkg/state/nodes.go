@@ -40,7 +40,9 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 		for _, c := range old.models.Cards {
 			s.addCardCapacityLocked(c.Model, -c.Count)
 		}
+		s.countNodeCardsLocked(old.models, -1)
 	}
+	s.countNodeCardsLocked(detected, 1)
 	s.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
 	s.nodeReads.Store(node.Name, detected)
 	s.capacity.Add(alloc)
@@ -92,9 +94,49 @@ func (s *State) deleteNodeLocked(name string) {
 	for _, c := range old.models.Cards {
 		s.addCardCapacityLocked(c.Model, -c.Count)
 	}
+	s.countNodeCardsLocked(old.models, -1)
 	delete(s.nodes, name)
 	s.nodeReads.Delete(name)
 	s.notifyLocked()
+}
+
+// countNodeCardsLocked adds sign to the node counts of each card resource
+// and model the node carries.
+func (s *State) countNodeCardsLocked(n cardmodel.Node, sign int) {
+	add := func(r corev1.ResourceName, model string) {
+		m := s.nodesByCard[r]
+		if m == nil {
+			m = map[string]int{}
+			s.nodesByCard[r] = m
+		}
+		if m[model] += sign; m[model] <= 0 {
+			delete(m, model)
+			if len(m) == 0 {
+				delete(s.nodesByCard, r)
+			}
+		}
+	}
+	for _, c := range n.Cards {
+		add(c.Resource, c.Model)
+	}
+	for _, r := range n.Unlabelled {
+		add(r, "")
+	}
+}
+
+// ModelsCarrying returns the card models some node carries resource
+// under, and whether some node carries it with no product label.
+func (s *State) ModelsCarrying(resource corev1.ResourceName) (models []string, unlabelled bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for m := range s.nodesByCard[resource] {
+		if m == "" {
+			unlabelled = true
+			continue
+		}
+		models = append(models, m)
+	}
+	return models, unlabelled
 }
 
 func (s *State) addCardCapacityLocked(model string, n int64) {

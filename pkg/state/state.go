@@ -103,7 +103,11 @@ type State struct {
 	// capacity is the sum of the nodes' allocatable; cardCapacity the cards of each model.
 	capacity     quota.Resources
 	cardCapacity map[string]int64
-	deserved     deservedCache
+	// nodesByCard counts, per card resource, the nodes that carry it under
+	// each model (model "" for nodes whose cards of it have no product
+	// label), so PreFilter can tell when every node would pass card Filter.
+	nodesByCard map[corev1.ResourceName]map[string]int
+	deserved    deservedCache
 
 	// Gang assembly (assembly.go).
 	assembling    sets.Set[gang.Key]
@@ -135,6 +139,8 @@ type State struct {
 	// claimReads mirrors the room kept on each node for preemptors
 	// (preempt.go), for Filter to read without the lock.
 	claimReads sync.Map
+	// claimNodes counts the nodes in claimReads.
+	claimNodes atomic.Int64
 	// gangCreated is when each gang's PodGroup was first seen created, for
 	// the queue order: read without the lock, set once per gang.
 	gangCreated sync.Map
@@ -183,6 +189,7 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		cardResources:    map[corev1.ResourceName]bool{},
 		capacity:         quota.Resources{},
 		cardCapacity:     map[string]int64{},
+		nodesByCard:      map[corev1.ResourceName]map[string]int{},
 		assembling:       sets.New[gang.Key](),
 		needMin:          sets.New[gang.Key](),
 		parkedGangs:      map[gang.Key]map[types.UID]*corev1.Pod{},
