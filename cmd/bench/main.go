@@ -13,6 +13,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -74,10 +75,17 @@ func run() error {
 	out := flag.String("out", "docs/benchmarks.md", "where to write the report")
 	only := flag.String("workloads", "", "comma-separated workload names to run (default all)")
 	profile := flag.String("profile", "", "write a CPU profile of each Cardinal run into this directory")
+	runs := flag.Int("runs", 0, "runs of each workload per scheduler, the median reported (default 3 in full mode, 1 in short)")
 	peer := flag.Bool("peer", true, "also run scheduler-plugins' Coscheduling + CapacityScheduling (bin/scheduler-plugins-scheduler)")
 	flag.Parse()
 	if *mode != "short" && *mode != "full" {
 		return fmt.Errorf("--mode must be short or full, got %q", *mode)
+	}
+	if *runs <= 0 {
+		*runs = 1
+		if *mode == "full" {
+			*runs = 3
+		}
 	}
 	root, err := controlplane.ModuleRoot()
 	if err != nil {
@@ -118,21 +126,27 @@ func run() error {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), w.Name) {
 			continue
 		}
+		// The contenders take turns, run after run, so that the machine's
+		// load over time weighs on each alike.
+		all := map[string][]result{}
+		for run := range *runs {
+			for _, s := range schedulers {
+				if s.Peer && !w.Peer {
+					continue
+				}
+				fmt.Printf("%-16s %-17s run %d/%d: ", w.Name, s.Name, run+1, *runs)
+				r, err := runOne(ctx, root, w, s, *profile)
+				if err != nil {
+					return fmt.Errorf("%s with %s: %w", w.Name, s.Name, err)
+				}
+				printRun(r)
+				all[s.Name] = append(all[s.Name], r)
+			}
+		}
 		for _, s := range schedulers {
-			if s.Peer && !w.Peer {
-				continue
+			if rs := all[s.Name]; len(rs) > 0 {
+				results = append(results, median(rs))
 			}
-			fmt.Printf("%-16s %-9s ", w.Name, s.Name)
-			r, err := runOne(ctx, root, w, s, *profile)
-			if err != nil {
-				return fmt.Errorf("%s with %s: %w", w.Name, s.Name, err)
-			}
-			fmt.Printf("%d/%d bound, %.0f pods/s, attempt p99 %.2f ms, partial gangs %d\n", r.Bound, r.Pods, r.PodsPerSecond, r.AttemptP99, r.PartialGangs)
-			if pr := r.Preempt; pr != nil {
-				fmt.Printf("%28s %d/%d gangs bound, %.2f gangs/s, arrival to min bound p50 %.0f ms p99 %.0f ms, %d evictions (%.1f per gang), %d low-priority gangs left below min\n",
-					"", pr.GangsBound, pr.Gangs, pr.GangsPerSecond, pr.P50, pr.P99, pr.Evictions, pr.EvictionsPerGang, pr.PartialVictimGang)
-			}
-			results = append(results, r)
 		}
 	}
 	fmt.Println("Filter + Reserve in process (go test -bench BenchmarkFilterReserve ./pkg/cardquota)")
@@ -156,4 +170,37 @@ func run() error {
 	}
 	fmt.Printf("wrote %s\n", *out)
 	return nil
+}
+
+func printRun(r result) {
+	fmt.Printf("%d/%d bound, %.0f pods/s, attempt p99 %.2f ms, partial gangs %d, CPU ms per pod: scheduler %.2f, etcd+apiserver %.2f\n",
+		r.Bound, r.Pods, r.PodsPerSecond, r.AttemptP99, r.PartialGangs, r.SchedulerCPU, r.ControlPlaneCPU)
+	if pr := r.Preempt; pr != nil {
+		fmt.Printf("%4s%d/%d gangs bound, %.2f gangs/s, arrival to min bound p50 %.0f ms p99 %.0f ms, %d evictions (%.1f per gang), %d low-priority gangs left below min\n",
+			"", pr.GangsBound, pr.Gangs, pr.GangsPerSecond, pr.P50, pr.P99, pr.Evictions, pr.EvictionsPerGang, pr.PartialVictimGang)
+	}
+	if ir := r.Interleaved; ir != nil {
+		fmt.Printf("%4s%d of %d gangs that fit ran (%d gangs), %.1f whole gangs/min, arrival to min bound p50 %.0f ms p99 %.0f ms, %d stuck, %d partial\n",
+			"", ir.Ran, ir.Fit, ir.Gangs, ir.PerMinute, ir.WaitP50, ir.WaitP99, ir.Stuck, ir.Partial)
+	}
+}
+
+// median is the run with the median rate of what the workload measures:
+// whole gangs per minute, preempting gangs per second, or pods per second.
+// Its other numbers are reported with it, so a row is one real run.
+func median(rs []result) result {
+	rate := func(r result) float64 {
+		switch {
+		case r.Interleaved != nil:
+			return r.Interleaved.PerMinute
+		case r.Preempt != nil:
+			return r.Preempt.GangsPerSecond
+		}
+		return r.PodsPerSecond
+	}
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b result) int { return cmp.Compare(rate(a), rate(b)) })
+	m := sorted[len(sorted)/2]
+	m.Runs = len(rs)
+	return m
 }

@@ -47,7 +47,9 @@ type scheduler struct {
 // result is what one run of one workload with one scheduler measured.
 type result struct {
 	Workload, Scheduler string
-	Pods, Bound         int
+	// Runs is how many runs this one is the median of.
+	Runs        int
+	Pods, Bound int
 	// PodsPerSecond is bound pods over the time from the scheduler being ready to the last bind.
 	PodsPerSecond float64
 	// AttemptP50 and AttemptP99 are scheduling_attempt_duration percentiles, in ms.
@@ -58,6 +60,13 @@ type result struct {
 	PartialGangs int
 	// Preempt is what the preemption workload measured, nil for others.
 	Preempt *preemptResult
+	// Interleaved is what the interleaved workload measured, nil for others.
+	Interleaved *interleavedResult
+	// SchedulerCPU and ControlPlaneCPU are the CPU milliseconds the
+	// scheduler, and etcd with kube-apiserver, used per bound pod while it
+	// ran: on a shared 2-core machine where all three compete, what a
+	// scheduler costs the apiserver slows it as much as its own work.
+	SchedulerCPU, ControlPlaneCPU float64
 }
 
 // quiet is how long binding must stop before a contended run ends.
@@ -116,13 +125,22 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 	if err != nil {
 		return res, err
 	}
-	if profileDir != "" && s.Name == "cardinal" {
-		go profileCPU(ctx, sched.Port, filepath.Join(profileDir, w.Name+".pprof"))
+	if profileDir != "" {
+		go profileCPU(ctx, sched.Port, filepath.Join(profileDir, w.Name+"-"+s.Name+".pprof"))
 	}
+	schedCPU, cpCPU := sched.CPUSeconds(), cp.CPUSeconds()
 	var arrived map[string]time.Time
 	if w.Preempt {
 		if arrived, err = arrive(ctx, cp, w); err != nil {
 			return res, err
+		}
+	}
+	if w.Interleaved {
+		if res.Interleaved, err = runInterleaved(ctx, cp, w, pods, ready, 10*time.Minute); err != nil {
+			return res, err
+		}
+		for _, g := range w.arrivingGangs() {
+			res.Pods += g.Pods
 		}
 	}
 	// Until every pod is bound, or a contended run stops binding; a run
@@ -132,12 +150,16 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 			return false, fmt.Errorf("%s exited: %w (log %s)", s.Name, err, sched.LogPath)
 		}
 		n, last := binds.count()
-		return n == res.Pods || (w.Contended && n > 0 && time.Since(last) > quiet), nil
+		return w.Interleaved || n == res.Pods || (w.Contended && n > 0 && time.Since(last) > quiet), nil
 	})
 	if err != nil && !wait.Interrupted(err) {
 		return res, err
 	}
 	res.Bound, res.PodsPerSecond = binds.rate(ready)
+	if res.Bound > 0 {
+		res.SchedulerCPU = (sched.CPUSeconds() - schedCPU) * 1000 / float64(res.Bound)
+		res.ControlPlaneCPU = (cp.CPUSeconds() - cpCPU) * 1000 / float64(res.Bound)
+	}
 	res.PartialGangs = binds.partialGangs(w.GangSize)
 	if w.Preempt {
 		pr := &preemptResult{Gangs: w.Gangs}

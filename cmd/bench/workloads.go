@@ -36,6 +36,9 @@ type workload struct {
 	// Preempt fills every node with low-priority work before the scheduler
 	// starts (preempt.go); the Gangs then arrive at high priority.
 	Preempt bool
+	// Interleaved gangs arrive while the scheduler runs and complete after
+	// a while (interleaved.go): Gangs and Pods are unused.
+	Interleaved bool
 	// Peer tells whether scheduler-plugins' scheduler can be compared on it
 	// (it has no card-model quota).
 	Peer bool
@@ -61,6 +64,8 @@ func workloads(mode string) []workload {
 		{Name: "contended", About: "gangs of 16 one-card pods asking for twice the GPUs there are: half the gangs fit",
 			Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(200, 64), GangSize: 16, PodGPUs: 1, Contended: true, Peer: true},
 	}
+	out = append(out, workload{Name: "interleaved", About: "gangs of 2-16 pods of 1-2 GPUs arrive over 30 s in random order asking for twice the GPUs, run 10 s once whole; one in 20 can never fit",
+		Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Interleaved: true, Peer: true})
 	out = append(out, workload{Name: "preemption", About: "nodes full of low-priority elastic gangs and single pods; high-priority gangs of 8 one-card pods arrive",
 		Nodes: nodes, GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(50, 20), GangSize: 8, PodGPUs: 1, Preempt: true})
 	for _, q := range []int{20, 10, 100, 1000} {
