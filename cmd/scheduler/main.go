@@ -10,17 +10,20 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/pkg/features"
 
 	"cardinal.dev/cardinal/pkg/controllers"
 	"cardinal.dev/cardinal/pkg/metrics"
@@ -32,6 +35,16 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// A gang's members wait at Permit until its min is placed, usually for
+	// milliseconds. With NominatedNodeNameForExpectation on, kube-scheduler
+	// patches every such member's nominatedNodeName first, doubling the API
+	// writes per gang pod (and, under load, earning 429s that stall
+	// binding). Off by default here; --feature-gates turns it back on for
+	// clusters whose autoscaler should see Permit-waiting pods' nodes.
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.NominatedNodeNameForExpectation): false}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	st := state.New(state.DefaultSettings())
 	cmd := app.NewSchedulerCommand(registry.Options(st)...)
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
