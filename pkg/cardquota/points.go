@@ -44,15 +44,17 @@ func (s *stateData) Clone() fwk.StateData {
 	return &c
 }
 
-// passesEveryNode tells whether Filter would let the pod onto every node
-// that carries the card resources it requests: each model some node
-// carries them under is among its alternatives and has quota for it, and,
-// when it names models, no node carries them unlabelled. Nodes that do not
-// carry them are refused by NodeResourcesFit.
-func (p *Plugin) passesEveryNode(s *stateData) bool {
+// passesEveryNode tells whether Filter would let the pod onto every one
+// of the scheduler's nodes that carries the card resources it requests:
+// each model some node carries them under is among its alternatives and
+// has quota for it, and, when it names models, no node carries them under
+// no model and the state has seen as many nodes as the scheduler's
+// snapshot holds (a node it has not seen has no model to match). Nodes
+// that do not carry them are refused by NodeResourcesFit.
+func (p *Plugin) passesEveryNode(s *stateData, snapshotNodes int) bool {
 	for r, n := range s.requests {
-		models, unlabelled := p.state.ModelsCarrying(r)
-		if unlabelled && len(s.names) > 0 {
+		models, unlabelled, known := p.state.ModelsCarrying(r)
+		if len(s.names) > 0 && (unlabelled || known != snapshotNodes) {
 			return false
 		}
 		for _, m := range models {
@@ -91,7 +93,7 @@ func (s *stateData) rank(model string) int {
 // resources or a resource the pod does not request (SPEC §4.4), and refuses
 // the pod before any node is looked at when none of its alternatives has
 // quota left in its queue.
-func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if len(cardmodel.CardRequests(pod, p.state.IsCardResource)) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -126,7 +128,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 			s.cards[m] = u
 		}
 	}
-	s.everyNode = !simulating && p.passesEveryNode(s)
+	s.everyNode = !simulating && p.passesEveryNode(s, len(nodes))
 	cs.Write(stateKey, s)
 	if len(names) == 0 || simulating || s.everyNode {
 		return nil, nil

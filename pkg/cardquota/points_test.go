@@ -111,12 +111,23 @@ func TestPassesEveryNode(t *testing.T) {
 		{"names both, unlabelled node refuses", stateData{requests: gpu1, names: []string{rtx, rtxD}, cards: map[string]state.CardUsage{rtx: room, rtxD: room}}, false},
 		{"names one of two models", stateData{requests: gpu1, names: []string{rtx}, cards: map[string]state.CardUsage{rtx: room, rtxD: room}}, false},
 		{"resource no node carries as cards", stateData{requests: map[corev1.ResourceName]int64{"nvidia.com/mig-1g.18gb": 1}}, true},
+		{"names a model of a vendor resource one node has unlabelled", stateData{requests: map[corev1.ResourceName]int64{"example.com/fpga": 1}, names: []string{"Example-F1"},
+			cards: map[string]state.CardUsage{"Example-F1": room}}, false},
 	}
 	p, nodes := fixture(t)
+	// A vendor's resource learned as cards from one node's product label,
+	// which another node has unlabelled.
+	for _, n := range []*corev1.Node{
+		builder.MakeNode("n-fpga").Res("example.com/fpga", "2").Label("example.com/fpga.product", "Example-F1").Obj(),
+		builder.MakeNode("n-fpga-unlabelled").Res("example.com/fpga", "2").Obj(),
+	} {
+		p.state.OnNode(n)
+		nodes[n.Name] = nodeInfo(n)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := tt.state
-			if got := p.passesEveryNode(&s); got != tt.want {
+			if got := p.passesEveryNode(&s, len(nodes)); got != tt.want {
 				t.Fatalf("passesEveryNode = %v, want %v", got, tt.want)
 			}
 			// What Filter says of every node that carries the resource.
@@ -137,6 +148,13 @@ func TestPassesEveryNode(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a node the state has not seen yet", func(t *testing.T) {
+		s := stateData{requests: gpu1, names: []string{rtx, rtxD}, cards: map[string]state.CardUsage{rtx: room, rtxD: room}}
+		if p.passesEveryNode(&s, len(nodes)+1) {
+			t.Errorf("passesEveryNode with a node in the snapshot the state has not seen")
+		}
+	})
 
 	t.Run("adjusted numbers are filtered again", func(t *testing.T) {
 		victim := builder.MakePod("ns", "other").Label(v1alpha1.QueueLabel, "a").GPU(1).Obj()

@@ -87,12 +87,17 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	if c.Displaced != nil {
 		s.nonPreemptibleUse.Sub(c.Displaced.Request)
 	}
-	s.recheck = simulating
-	cs.Write(stateKey, s)
 	if simulating {
+		s.recheck = true
+		cs.Write(stateKey, s)
 		return nil, nil // Filter decides, on numbers preemption adjusts
 	}
-	if st := s.check(); st != nil {
+	st := s.check()
+	// A refused pod's state may yet be cloned by a preemption dry run:
+	// its Filter must then check again.
+	s.recheck = st != nil
+	cs.Write(stateKey, s)
+	if st != nil {
 		p.state.WaitForRoom(pod, c.Queue, false)
 		return nil, st
 	}

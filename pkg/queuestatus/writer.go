@@ -20,7 +20,8 @@ import (
 // while few queues change.
 const minInterval = time.Second
 
-// writesPerSecond bounds the rate of status writes over all queues. Each
+// writesPerSecond bounds the average rate of status writes over all
+// queues: a pass writes every changed status, then waits in proportion. Each
 // write of a Queue costs kube-apiserver a validated custom-resource update
 // and a watch event to every watcher; with hundreds of queues whose use
 // changes with every bind, unbounded passes cost the control plane more

@@ -30,6 +30,8 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 		if !maps.Equal(old.allocatable, alloc) {
 			s.capacity.Sub(old.allocatable)
 			s.capacity.Add(alloc)
+			s.countCarriersLocked(old.allocatable, -1)
+			s.countCarriersLocked(alloc, 1)
 			old.allocatable = alloc
 			s.notifyLocked()
 		}
@@ -41,8 +43,10 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 			s.addCardCapacityLocked(c.Model, -c.Count)
 		}
 		s.countNodeCardsLocked(old.models, -1)
+		s.countCarriersLocked(old.allocatable, -1)
 	}
 	s.countNodeCardsLocked(detected, 1)
+	s.countCarriersLocked(alloc, 1)
 	s.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
 	s.nodeReads.Store(node.Name, detected)
 	s.capacity.Add(alloc)
@@ -95,6 +99,7 @@ func (s *State) deleteNodeLocked(name string) {
 		s.addCardCapacityLocked(c.Model, -c.Count)
 	}
 	s.countNodeCardsLocked(old.models, -1)
+	s.countCarriersLocked(old.allocatable, -1)
 	delete(s.nodes, name)
 	s.nodeReads.Delete(name)
 	s.notifyLocked()
@@ -124,19 +129,36 @@ func (s *State) countNodeCardsLocked(n cardmodel.Node, sign int) {
 	}
 }
 
-// ModelsCarrying returns the card models some node carries resource
-// under, and whether some node carries it with no product label.
-func (s *State) ModelsCarrying(resource corev1.ResourceName) (models []string, unlabelled bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for m := range s.nodesByCard[resource] {
-		if m == "" {
-			unlabelled = true
+// countCarriersLocked adds sign to the count of nodes that have each
+// resource of alloc allocatable.
+func (s *State) countCarriersLocked(alloc quota.Resources, sign int) {
+	for r, v := range alloc {
+		if v <= 0 {
 			continue
 		}
+		if s.carriers[r] += sign; s.carriers[r] <= 0 {
+			delete(s.carriers, r)
+		}
+	}
+}
+
+// ModelsCarrying returns the card models some node carries resource
+// under; unlabelled is true when some node has the resource allocatable
+// under no model (no product label, or a vendor's resource learned as
+// cards from another node's label); nodes is how many nodes the state
+// knows, for callers to tell whether it has seen every node they have.
+func (s *State) ModelsCarrying(resource corev1.ResourceName) (models []string, unlabelled bool, nodes int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	labelled := 0
+	for m, n := range s.nodesByCard[resource] {
+		if m == "" {
+			continue
+		}
+		labelled += n
 		models = append(models, m)
 	}
-	return models, unlabelled
+	return models, s.carriers[resource] > labelled, len(s.nodes)
 }
 
 func (s *State) addCardCapacityLocked(model string, n int64) {

@@ -423,8 +423,11 @@ func (s *State) refreshClaimsLocked(node string) {
 		}
 		return
 	}
-	if _, had := s.claimReads.Swap(node, claims); !had {
-		s.claimNodes.Add(1)
+	// Counted before it is stored, so a reader that finds it stored also
+	// finds the count above zero.
+	s.claimNodes.Add(1)
+	if _, had := s.claimReads.Swap(node, claims); had {
+		s.claimNodes.Add(-1)
 	}
 }
 

@@ -107,7 +107,9 @@ type State struct {
 	// each model (model "" for nodes whose cards of it have no product
 	// label), so PreFilter can tell when every node would pass card Filter.
 	nodesByCard map[corev1.ResourceName]map[string]int
-	deserved    deservedCache
+	// carriers counts, per resource, the nodes that have it allocatable.
+	carriers map[corev1.ResourceName]int
+	deserved deservedCache
 
 	// Gang assembly (assembly.go).
 	assembling    sets.Set[gang.Key]
@@ -190,6 +192,7 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		capacity:         quota.Resources{},
 		cardCapacity:     map[string]int64{},
 		nodesByCard:      map[corev1.ResourceName]map[string]int{},
+		carriers:         map[corev1.ResourceName]int{},
 		assembling:       sets.New[gang.Key](),
 		needMin:          sets.New[gang.Key](),
 		parkedGangs:      map[gang.Key]map[types.UID]*corev1.Pod{},
