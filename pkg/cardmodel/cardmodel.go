@@ -110,6 +110,18 @@ func Detect(node *corev1.Node) Node {
 	return out
 }
 
+// ProductLabel is the node label whose value is the model of whole cards
+// of resource r (<domain>/<type>.product), as Detect reads it; false for
+// MIG slices and MPS shares, whose models Detect builds from the node's
+// NVIDIA product and more labels.
+func ProductLabel(r corev1.ResourceName) (string, bool) {
+	n := string(r)
+	if strings.HasPrefix(n, migPrefix) || r == MPSResource || !strings.Contains(n, "/") {
+		return "", false
+	}
+	return n + productSuffix, true
+}
+
 // migModel names a MIG slice: <product>/mig-<profile>-mixed.
 func migModel(product string, resource corev1.ResourceName) string {
 	return product + "/mig-" + strings.TrimPrefix(string(resource), migPrefix) + "-mixed"

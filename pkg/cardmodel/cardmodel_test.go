@@ -63,6 +63,12 @@ func TestDetect(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Detect (-want, +got):\n%s", diff)
 			}
+			// Score reads whole cards' models off the product label.
+			for _, c := range got.Cards {
+				if key, ok := ProductLabel(c.Resource); ok && tc.node.Labels[key] != c.Model {
+					t.Errorf("ProductLabel(%s) = %s, labelled %q, but Detect found %s", c.Resource, key, tc.node.Labels[key], c.Model)
+				}
+			}
 		})
 	}
 }

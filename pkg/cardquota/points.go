@@ -35,6 +35,9 @@ type stateData struct {
 	// pod's card resources passes Filter, so Filter need not look the
 	// node up; adjusted when AddPod or RemovePod changed the numbers since.
 	everyNode, adjusted bool
+	// productLabels, set by PreScore for a pod that asks only for whole
+	// cards, are the node labels naming the models of what it asks for.
+	productLabels []string
 }
 
 // Clone copies what AddPod and RemovePod change.

@@ -175,21 +175,34 @@ func TestPassesEveryNode(t *testing.T) {
 	})
 }
 
+// TestScorePrefersEarlierAlternatives: the first alternative scores
+// highest, whether Score reads whole cards' models off the node's labels
+// (after PreScore) or looks the node up in the state.
 func TestScorePrefersEarlierAlternatives(t *testing.T) {
 	p, nodes := fixture(t)
-	cs := framework.NewCycleState()
-	cs.Write(stateKey, &stateData{requests: map[corev1.ResourceName]int64{builder.GPUResource: 1}, names: []string{rtx, rtxD}})
-	got := map[string]int64{}
-	for name, ni := range nodes {
-		s, st := p.Score(context.Background(), cs, nil, ni)
-		if !st.IsSuccess() {
-			t.Fatal(st)
+	for _, preScore := range []bool{false, true} {
+		cs := framework.NewCycleState()
+		cs.Write(stateKey, &stateData{requests: map[corev1.ResourceName]int64{builder.GPUResource: 1}, names: []string{rtx, rtxD}})
+		if preScore {
+			if st := p.PreScore(context.Background(), cs, nil, nil); !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			if s, _ := getState(cs); len(s.productLabels) != 1 {
+				t.Fatalf("PreScore noted labels %v, want the GPU's product label", s.productLabels)
+			}
 		}
-		got[name] = s
-	}
-	want := map[string]int64{"n-4090": fwk.MaxNodeScore, "n-4090d": fwk.MaxNodeScore / 2, "n-plain": 0}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("scores (-want, +got):\n%s", diff)
+		got := map[string]int64{}
+		for name, ni := range nodes {
+			s, st := p.Score(context.Background(), cs, nil, ni)
+			if !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			got[name] = s
+		}
+		want := map[string]int64{"n-4090": fwk.MaxNodeScore, "n-4090d": fwk.MaxNodeScore / 2, "n-plain": 0}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("PreScore %v: scores (-want, +got):\n%s", preScore, diff)
+		}
 	}
 }
 

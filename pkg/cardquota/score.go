@@ -5,13 +5,28 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/cardmodel"
 )
 
 // PreScore skips scoring for pods without alternatives to prefer among.
+// When the pod asks only for whole cards, it notes the node labels that
+// name their models, so Score reads the model off the node itself rather
+// than looking the node up in the state for every node scored.
 func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	if s, err := getState(cs); err != nil || len(s.names) < 2 {
+	s, err := getState(cs)
+	if err != nil || len(s.names) < 2 {
 		return fwk.NewStatus(fwk.Skip)
 	}
+	labels := make([]string, 0, len(s.requests))
+	for r := range s.requests {
+		key, ok := cardmodel.ProductLabel(r)
+		if !ok {
+			return nil
+		}
+		labels = append(labels, key)
+	}
+	s.productLabels = labels
 	return nil
 }
 
@@ -23,6 +38,16 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	s, err := getState(cs)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
+	}
+	if s.productLabels != nil {
+		labels := nodeInfo.Node().Labels
+		var best int64
+		for _, key := range s.productLabels {
+			if r := s.rank(labels[key]); r >= 0 {
+				best = max(best, fwk.MaxNodeScore*int64(len(s.names)-r)/int64(len(s.names)))
+			}
+		}
+		return best, nil
 	}
 	node, _ := p.state.Node(nodeInfo.Node().Name)
 	var best int64
