@@ -144,7 +144,8 @@ func (r *gangRuns) arrive(g string) {
 
 // runInterleaved creates the gangs at their arrival times, completes each
 // gang runFor after its min is bound, and waits until every gang that fits
-// has run or timeout passes.
+// has run or timeout passes; gangs that fit but have not run by then are
+// stuck.
 func runInterleaved(ctx context.Context, cp *controlplane.ControlPlane, w workload, pods cache.SharedIndexInformer, ready time.Time, timeout time.Duration) (*interleavedResult, error) {
 	cfg := cp.Config()
 	cfg.QPS, cfg.Burst = 5000, 5000
@@ -226,6 +227,11 @@ func runInterleaved(ctx context.Context, cp *controlplane.ControlPlane, w worklo
 		waits = append(waits, float64(t.Sub(runs.arrived[g]).Milliseconds()))
 	}
 	res.Stuck = fit - res.Ran
+	if res.Stuck > 0 {
+		// Gangs that never ran count against the rate: it is over the
+		// whole run, not up to the last gang that did run.
+		last = time.Now()
+	}
 	if d := last.Sub(ready); res.Ran > 0 && d > 0 {
 		res.PerMinute = float64(res.Ran) / d.Minutes()
 	}

@@ -137,7 +137,7 @@ func renderInterleaved(b *strings.Builder, results []result) {
 	b.WriteString("\n## Interleaved gangs\n\n")
 	fmt.Fprintf(b, "Gangs of 2, 4, 8 or 16 pods of 1 or 2 GPUs arrive while the scheduler runs, in a random order (seed %d) over %s, asking in all for twice the cluster's GPUs. ", interleavedSeed, arrivalWindow)
 	fmt.Fprintf(b, "A gang runs %s once its min is bound, then completes (its pods are deleted), freeing room for the gangs waiting. One gang in %d asks for more GPUs per pod than a node has and can never run. ", runFor, neverFitEvery)
-	b.WriteString("Whole gangs per minute count gangs that fit, from the scheduler being ready to the last such gang's min bound. A gang is partial if some but fewer than min of its pods are bound for over a second; stuck if it fits but never ran. The default profile knows no gangs.\n\n")
+	b.WriteString("Whole gangs per minute count gangs that fit, from the scheduler being ready to the last such gang's min bound, or to the end of the run (5 minutes; short: 2) if some never ran. A gang is partial if some but fewer than min of its pods are bound for over a second; stuck if it fits but did not run within the run. The default profile knows no gangs.\n\n")
 	b.WriteString("| scheduler | gangs | fit | ran | whole gangs/min | arrival to min bound p50 ms | p99 ms | partial | stuck | scheduler CPU ms/pod |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		ir := r.Interleaved

@@ -136,7 +136,7 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 		}
 	}
 	if w.Interleaved {
-		if res.Interleaved, err = runInterleaved(ctx, cp, w, pods, ready, 10*time.Minute); err != nil {
+		if res.Interleaved, err = runInterleaved(ctx, cp, w, pods, ready, w.Timeout); err != nil {
 			return res, err
 		}
 		for _, g := range w.arrivingGangs() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,8 +38,10 @@ type workload struct {
 	// starts (preempt.go); the Gangs then arrive at high priority.
 	Preempt bool
 	// Interleaved gangs arrive while the scheduler runs and complete after
-	// a while (interleaved.go): Gangs and Pods are unused.
+	// a while (interleaved.go): Gangs and Pods are unused. Gangs that fit
+	// but have not run within Timeout are stuck.
 	Interleaved bool
+	Timeout     time.Duration
 	// Peer tells whether scheduler-plugins' scheduler can be compared on it
 	// (it has no card-model quota).
 	Peer bool
@@ -65,7 +68,7 @@ func workloads(mode string) []workload {
 			Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(200, 64), GangSize: 16, PodGPUs: 1, Contended: true, Peer: true},
 	}
 	out = append(out, workload{Name: "interleaved", About: "gangs of 2-16 pods of 1-2 GPUs arrive over 30 s in random order asking for twice the GPUs, run 10 s once whole; one in 20 can never fit",
-		Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Interleaved: true, Peer: true})
+		Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Interleaved: true, Timeout: time.Duration(scale(5, 2)) * time.Minute, Peer: true})
 	out = append(out, workload{Name: "preemption", About: "nodes full of low-priority elastic gangs and single pods; high-priority gangs of 8 one-card pods arrive",
 		Nodes: nodes, GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(50, 20), GangSize: 8, PodGPUs: 1, Preempt: true})
 	for _, q := range []int{20, 10, 100, 1000} {
