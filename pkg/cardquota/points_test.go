@@ -149,6 +149,17 @@ func TestPassesEveryNode(t *testing.T) {
 		})
 	}
 
+	t.Run("a labelled node with no cards allocatable beside an unlabelled one", func(t *testing.T) {
+		st := state.New(state.DefaultSettings())
+		st.OnNode(builder.MakeNode("restarting").GPU(rtx, 0).Obj())
+		st.OnNode(builder.MakeNode("unlabelled").Res(builder.GPUResource, "8").Obj())
+		q := &Plugin{state: st}
+		s := stateData{requests: gpu1, names: []string{rtx}, cards: map[string]state.CardUsage{rtx: room}}
+		if q.passesEveryNode(&s, 2) {
+			t.Errorf("passesEveryNode with an unlabelled node that would refuse a pod naming %s", rtx)
+		}
+	})
+
 	t.Run("a node the state has not seen yet", func(t *testing.T) {
 		s := stateData{requests: gpu1, names: []string{rtx, rtxD}, cards: map[string]state.CardUsage{rtx: room, rtxD: room}}
 		if p.passesEveryNode(&s, len(nodes)+1) {

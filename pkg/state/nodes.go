@@ -122,7 +122,9 @@ func (s *State) countNodeCardsLocked(n cardmodel.Node, sign int) {
 		}
 	}
 	for _, c := range n.Cards {
-		add(c.Resource, c.Model)
+		if c.Count > 0 { // a node with none allocatable serves no pod of them
+			add(c.Resource, c.Model)
+		}
 	}
 	for _, r := range n.Unlabelled {
 		add(r, "")
@@ -158,7 +160,7 @@ func (s *State) ModelsCarrying(resource corev1.ResourceName) (models []string, u
 		labelled += n
 		models = append(models, m)
 	}
-	return models, s.carriers[resource] > labelled, len(s.nodes)
+	return models, s.nodesByCard[resource][""] > 0 || s.carriers[resource] > labelled, len(s.nodes)
 }
 
 func (s *State) addCardCapacityLocked(model string, n int64) {
