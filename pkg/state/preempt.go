@@ -288,10 +288,35 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 			}
 		}
 	}
-	if ok {
-		pr.used[pod.UID] = c
-		s.claimDoneLocked(c.Pod)
+	if !ok {
+		return
 	}
+	pr.used[pod.UID] = c
+	s.claimDoneLocked(c.Pod)
+	if c.Pod == pod.UID {
+		return
+	}
+	// pod took a sibling's room. A member that had room of its own
+	// elsewhere hands it to that sibling; either way the sibling's
+	// nomination on node is stale: kube-scheduler would go on counting it
+	// there, on top of pod, and the gang's last members would each find
+	// the node full of the other's nomination until the room expired.
+	if own, had := pr.claims[pod.UID]; had {
+		delete(pr.claims, pod.UID)
+		delete(s.claimOf, pod.UID)
+		own.Pod = c.Pod
+		pr.claims[c.Pod] = own
+		s.claimOf[c.Pod] = pr.key
+		s.refreshClaimsLocked(own.Node)
+	}
+	var stale []*corev1.Pod
+	for _, m := range pr.members {
+		if m.UID == c.Pod {
+			stale = append(stale, m)
+		}
+	}
+	s.out.push(func(fw Framework) { unnominate(fw, stale) })
+	s.activateLocked(slices.Values(pr.members))
 }
 
 // unuseClaimLocked keeps the room again that pod took from its
@@ -308,7 +333,12 @@ func (s *State) unuseClaimLocked(pod *corev1.Pod) {
 	}
 	delete(pr.used, pod.UID)
 	if _, taken := s.claimOf[c.Pod]; taken {
-		return
+		// The sibling whose room pod took has other room now (pod's own,
+		// handed over): pod gets this back as its own.
+		if _, own := s.claimOf[pod.UID]; own || c.Pod == pod.UID {
+			return
+		}
+		c.Pod = pod.UID
 	}
 	pr.claims[c.Pod] = c
 	s.claimOf[c.Pod] = pr.key

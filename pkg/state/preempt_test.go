@@ -168,9 +168,15 @@ func TestPreemptionUnderWay(t *testing.T) {
 	}
 	waitingFor("the room made for it is kept while its members are placed")
 
-	// g-2 takes the room kept on m for g-1: that claim is used.
+	// g-2 takes the room kept on m for g-1: that claim is used, and the
+	// members are woken to go on with the gang.
 	if st := s.Reserve(g2, "m"); !st.IsSuccess() {
 		t.Fatal(st)
+	}
+	fw = &fakeFramework{}
+	s.Flush(fw)
+	if !cmp.Equal(fw.activated, []string{"ns/g-0", "ns/g-1"}) {
+		t.Errorf("g-2 taking g-1's room woke %v, want the members", fw.activated)
 	}
 	if got := s.ClaimsOn("m"); len(got) != 0 {
 		t.Errorf("claims on m after g-2 took the room: %+v", got)
@@ -382,4 +388,78 @@ func TestMemberPlacedElsewhereLetsItsRoomGo(t *testing.T) {
 	if got := s.ClaimsOn("n"); len(got) != 1 {
 		t.Errorf("claims on n after the pod gave m back: %+v, want its room kept again", got)
 	}
+}
+
+// TestSiblingTakingRoomClearsStaleNomination: a gang's pod that is not one
+// of the nominated members takes a member's kept room; that member's
+// nomination is cleared (kube-scheduler would count it on the node on top
+// of the pod, and the gang's other member would find the node full) and
+// the members are woken. A member placed on a sibling's node hands its own
+// room to that sibling, and gets it back if it gives the node back.
+func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
+	setup := func() (*State, []*corev1.Pod) {
+		s, _ := newTestState()
+		s.OnQueue(builder.MakeQueue("q").Obj())
+		s.OnNode(builder.MakeNode("n").GPU(h200, 2).Obj())
+		s.OnNode(builder.MakeNode("m").GPU(h200, 2).Obj())
+		s.OnPodGroup(podGroup("g", 2, nil))
+		g := []*corev1.Pod{member("g", 0), member("g", 1), member("g", 2)}
+		for _, p := range g {
+			s.OnPod(p)
+		}
+		return s, g
+	}
+	claimsOf := func(s *State) map[string]types.UID {
+		out := map[string]types.UID{}
+		for _, node := range []string{"n", "m"} {
+			for _, c := range s.ClaimsOn(node) {
+				out[string(c.Pod)] = types.UID(node)
+			}
+		}
+		return out
+	}
+
+	t.Run("a pod without room of its own", func(t *testing.T) {
+		s, g := setup()
+		pre, _, _ := s.PreemptorOf(g[0])
+		s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "n"})
+		s.Flush(&fakeFramework{})
+		if st := s.Reserve(g[2], "n"); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		fw := &nominatingFramework{client: fake.NewClientset(g[0], g[1])}
+		s.Flush(fw)
+		claims := claimsOf(s)
+		if len(claims) != 1 || len(fw.cleared) != 1 {
+			t.Fatalf("claims %v, cleared nominations %v: want one member's room kept and the other's nomination cleared", claims, fw.cleared)
+		}
+		if _, kept := claims[fw.cleared[0]]; kept {
+			t.Errorf("%s's nomination cleared while its room is kept", fw.cleared[0])
+		}
+		if got := strings.Join(fw.activated, ","); got != "ns/g-0,ns/g-1" {
+			t.Errorf("woke %s, want the members ns/g-0,ns/g-1", got)
+		}
+	})
+
+	t.Run("a member placed on its sibling's node", func(t *testing.T) {
+		s, g := setup()
+		pre, _, _ := s.PreemptorOf(g[0])
+		s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "m"})
+		s.Flush(&fakeFramework{})
+		if st := s.Reserve(g[0], "m"); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		fw := &nominatingFramework{client: fake.NewClientset(g[0], g[1])}
+		s.Flush(fw)
+		if got := claimsOf(s); !cmp.Equal(got, map[string]types.UID{"g-1": "n"}) {
+			t.Errorf("claims %v, want g-1's room moved to n, where g-0's was", got)
+		}
+		if !cmp.Equal(fw.cleared, []string{"g-1"}) {
+			t.Errorf("cleared the nominations of %v, want g-1 (nominated on m, whose room g-0 took)", fw.cleared)
+		}
+		s.Unreserve(g[0])
+		if got := claimsOf(s); !cmp.Equal(got, map[string]types.UID{"g-1": "n", "g-0": "m"}) {
+			t.Errorf("claims after g-0 gave m back: %v, want g-1 on n and g-0 on m", got)
+		}
+	})
 }
