@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,10 +90,43 @@ func createNamespaceInQueue(t *testing.T, name, queue string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			logEvents(t, name)
+		}
 		_ = env.kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
 		_ = env.kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	})
 	return name
+}
+
+// logEvents logs a failed test's namespace's events, oldest first, so a
+// failure says what the scheduler did and said.
+func logEvents(t *testing.T, ns string) {
+	evs, err := env.kube.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("events in %s: %v", ns, err)
+		return
+	}
+	sort.Slice(evs.Items, func(i, j int) bool { return eventTime(evs.Items[i]).Before(eventTime(evs.Items[j])) })
+	var b strings.Builder
+	for _, e := range evs.Items {
+		n := int32(1)
+		if e.Series != nil {
+			n = e.Series.Count
+		}
+		fmt.Fprintf(&b, "%s %s %s/%s x%d: %s\n", eventTime(e).Format("15:04:05.000"), e.Reason, e.Regarding.Kind, e.Regarding.Name, n, e.Note)
+	}
+	t.Logf("events in %s:\n%s", ns, tail(b.String(), 80))
+}
+
+func eventTime(e eventsv1.Event) time.Time {
+	if e.Series != nil {
+		return e.Series.LastObservedTime.Time
+	}
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 func createNodes(t *testing.T, nodes ...*corev1.Node) {
