@@ -208,6 +208,7 @@ func (s *State) OnPod(pod *corev1.Pod) {
 	defer s.mu.Unlock()
 	owner := func() map[string]string { return s.kube.owners.Labels(pod) }
 	s.upsertPodLocked(pod, owner)
+	s.renominatedLocked(pod)
 }
 
 // OnPodDeleted forgets a deleted pod; a victim of a preemption under way is

@@ -181,6 +181,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	// A victim that is only terminating still holds its node: it stays a
 	// victim until it is deleted or finished (OnPodDeleted, OnPod).
 	s.claimDoneLocked(uid)
+	delete(s.unnominated, uid)
 	if e.placed() {
 		s.unindexNodeLocked(e)
 		if g := s.gangs[e.Gang]; g != nil {

@@ -313,6 +313,7 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 	for _, m := range pr.members {
 		if m.UID == c.Pod {
 			stale = append(stale, m)
+			s.unnominated[m.UID] = struct{}{}
 		}
 	}
 	s.out.push(func(fw Framework) { unnominate(fw, stale) })
@@ -332,17 +333,39 @@ func (s *State) unuseClaimLocked(pod *corev1.Pod) {
 		return
 	}
 	delete(pr.used, pod.UID)
-	if _, taken := s.claimOf[c.Pod]; taken {
-		// The sibling whose room pod took has other room now (pod's own,
-		// handed over): pod gets this back as its own.
-		if _, own := s.claimOf[pod.UID]; own || c.Pod == pod.UID {
-			return
+	// The room was a sibling's: it goes back to that sibling unless the
+	// sibling is placed, gone, or has other room now (pod's own, handed
+	// over), in which case pod keeps it as its own.
+	if c.Pod != pod.UID {
+		_, has := s.claimOf[c.Pod]
+		if e := s.pods[c.Pod]; e == nil || e.placed() || has {
+			c.Pod = pod.UID
 		}
-		c.Pod = pod.UID
+	}
+	if _, has := s.claimOf[c.Pod]; has {
+		return
 	}
 	pr.claims[c.Pod] = c
 	s.claimOf[c.Pod] = pr.key
 	s.refreshClaimsLocked(c.Node)
+}
+
+// renominatedLocked clears again the nomination of a pod whose room a
+// sibling took, when an older patch that nominated it lands after the one
+// that cleared it: kube-scheduler would count it on that node again.
+func (s *State) renominatedLocked(pod *corev1.Pod) {
+	if pod.Status.NominatedNodeName == "" {
+		return
+	}
+	if _, ok := s.unnominated[pod.UID]; !ok {
+		return
+	}
+	if key, ok := s.claimOf[pod.UID]; ok {
+		if pr := s.preemptions[key]; pr != nil && pr.claims[pod.UID].Node == pod.Status.NominatedNodeName {
+			return // where its room is: nominated anew by a later preemption
+		}
+	}
+	s.out.push(func(fw Framework) { unnominate(fw, []*corev1.Pod{pod}) })
 }
 
 // claimDoneLocked drops a member's claim: it was placed, or it is gone.
@@ -409,7 +432,9 @@ func unnominate(fw Framework, pods []*corev1.Pod) {
 	go func() {
 		ctx := context.Background()
 		for _, pod := range pods {
-			patch := []byte(`{"status":{"nominatedNodeName":null}}`)
+			// The UID makes it fail rather than touch a pod of the same
+			// name created since.
+			patch := []byte(fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"nominatedNodeName":null}}`, pod.UID))
 			if _, err := n.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
 				klog.FromContext(ctx).V(2).Info("Clearing a nomination", "pod", klog.KObj(pod), "err", err)
 			}

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -462,4 +463,85 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 			t.Errorf("claims after g-0 gave m back: %v, want g-1 on n and g-0 on m", got)
 		}
 	})
+}
+
+// TestHandedRoomSurvivesUnreserveInAnyOrder: g-0 placed on g-1's node hands
+// its room to g-1, which then takes it; when the gang gives its places back,
+// in either order, each of the three members has its room kept again.
+func TestHandedRoomSurvivesUnreserveInAnyOrder(t *testing.T) {
+	for _, order := range [][]int{{0, 1}, {1, 0}} {
+		t.Run(fmt.Sprint(order), func(t *testing.T) {
+			s, _ := newTestState()
+			s.OnQueue(builder.MakeQueue("q").Obj())
+			for _, n := range []string{"n", "m", "k"} {
+				s.OnNode(builder.MakeNode(n).GPU(h200, 1).Obj())
+			}
+			s.OnPodGroup(podGroup("g", 3, nil))
+			g := []*corev1.Pod{member("g", 0), member("g", 1), member("g", 2)}
+			for _, p := range g {
+				s.OnPod(p)
+			}
+			pre, _, _ := s.PreemptorOf(g[0])
+			s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "m", g[2]: "k"})
+			if st := s.Reserve(g[0], "m"); !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			if st := s.Reserve(g[1], "n"); !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			for _, i := range order {
+				s.Unreserve(g[i])
+			}
+			got := map[string]string{}
+			for _, n := range []string{"n", "m", "k"} {
+				for _, c := range s.ClaimsOn(n) {
+					got[string(c.Pod)] = n
+				}
+			}
+			if len(got) != 3 {
+				t.Errorf("claims after the gang gave its places back: %v, want room kept for all three members", got)
+			}
+		})
+	}
+}
+
+// TestStaleNominationClearedAgain: a nomination that lands after the
+// state cleared it (an older patch) is cleared again; one the member got
+// anew with room kept for it is not.
+func TestStaleNominationClearedAgain(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
+	s.OnNode(builder.MakeNode("m").GPU(h200, 1).Obj())
+	s.OnPodGroup(podGroup("g", 2, nil))
+	g := []*corev1.Pod{member("g", 0), member("g", 1)}
+	for _, p := range g {
+		s.OnPod(p)
+	}
+	pre, _, _ := s.PreemptorOf(g[0])
+	s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "m"})
+	if st := s.Reserve(g[0], "m"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	s.Flush(&fakeFramework{})
+
+	late := g[1].DeepCopy()
+	late.Status.NominatedNodeName = "m"
+	s.OnPod(late)
+	fw := &nominatingFramework{client: fake.NewClientset(late)}
+	s.Flush(fw)
+	if !cmp.Equal(fw.cleared, []string{"g-1"}) {
+		t.Errorf("a late nomination of g-1 on m: cleared %v, want g-1", fw.cleared)
+	}
+
+	late.Status.NominatedNodeName = "n" // where its room now is
+	s.Unreserve(g[0])
+	pre, _, _ = s.PreemptorOf(g[1])
+	s.Preempted(pre, nil, map[*corev1.Pod]string{g[1]: "n", g[0]: "m"})
+	s.OnPod(late)
+	fw = &nominatingFramework{client: fake.NewClientset(late)}
+	s.Flush(fw)
+	if len(fw.cleared) != 0 {
+		t.Errorf("a nomination with room kept for it was cleared: %v", fw.cleared)
+	}
 }

@@ -127,6 +127,10 @@ type State struct {
 	preemptions map[string]*preemption
 	victimOf    map[types.UID]string
 	claimOf     map[types.UID]string
+	// unnominated are members whose kept room a sibling took and whose
+	// nomination was cleared; a stale nomination that reaches the pod
+	// later is cleared again (preempt.go).
+	unnominated map[types.UID]struct{}
 	// reported are the last problems reported per object (Queue and node
 	// events), so an object updated all the time is not reported each time.
 	reported map[string]string
@@ -204,6 +208,7 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		preemptions:      map[string]*preemption{},
 		victimOf:         map[types.UID]string{},
 		claimOf:          map[types.UID]string{},
+		unnominated:      map[types.UID]struct{}{},
 		changed:          make(chan struct{}, 1),
 		gangNotes:        make(chan struct{}, 1),
 		notedGangs:       map[gang.Key]struct{}{},

@@ -102,21 +102,23 @@ func createNamespaceInQueue(t *testing.T, name, queue string) string {
 // logEvents logs a failed test's namespace's events, oldest first, so a
 // failure says what the scheduler did and said.
 func logEvents(t *testing.T, ns string) {
-	evs, err := env.kube.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	evs, err := env.kube.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Logf("events in %s: %v", ns, err)
 		return
 	}
-	sort.Slice(evs.Items, func(i, j int) bool { return eventTime(evs.Items[i]).Before(eventTime(evs.Items[j])) })
+	sort.SliceStable(evs.Items, func(i, j int) bool { return eventTime(evs.Items[i]).Before(eventTime(evs.Items[j])) })
 	var b strings.Builder
 	for _, e := range evs.Items {
-		n := int32(1)
+		n := max(int32(1), e.DeprecatedCount)
 		if e.Series != nil {
 			n = e.Series.Count
 		}
 		fmt.Fprintf(&b, "%s %s %s/%s x%d: %s\n", eventTime(e).Format("15:04:05.000"), e.Reason, e.Regarding.Kind, e.Regarding.Name, n, e.Note)
 	}
-	t.Logf("events in %s:\n%s", ns, tail(b.String(), 80))
+	t.Logf("events in %s:\n%s", ns, tail(strings.TrimSuffix(b.String(), "\n"), 80))
 }
 
 func eventTime(e eventsv1.Event) time.Time {
@@ -125,6 +127,9 @@ func eventTime(e eventsv1.Event) time.Time {
 	}
 	if !e.EventTime.IsZero() {
 		return e.EventTime.Time
+	}
+	if !e.DeprecatedLastTimestamp.IsZero() {
+		return e.DeprecatedLastTimestamp.Time
 	}
 	return e.CreationTimestamp.Time
 }
