@@ -19,7 +19,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -90,6 +92,15 @@ func waitLeading(ctx context.Context, cfg *rest.Config, le componentbaseconfig.L
 	})
 }
 
+// inGang selects pods that name a PodGroup.
+var inGang = func() *labels.Requirement {
+	r, err := labels.NewRequirement(schedv1alpha1.PodGroupLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}()
+
 func run(ctx context.Context, st *state.State) error {
 	ctrl.SetLogger(klog.NewKlogr().WithName("cardinal-controllers"))
 	scheme := runtime.NewScheme()
@@ -111,9 +122,14 @@ func run(ctx context.Context, st *state.State) error {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		// Only this scheduler's pods are cached, not every pod in the cluster.
+		// Only this scheduler's gang pods are cached (PodGroup status counts
+		// nothing else), not every pod in the cluster: pods without a gang
+		// cost this watch nothing.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.schedulerName", st.Settings().SchedulerName)},
+			&corev1.Pod{}: {
+				Field: fields.OneTermEqualSelector("spec.schedulerName", st.Settings().SchedulerName),
+				Label: labels.NewSelector().Add(*inGang),
+			},
 		}},
 	})
 	if err != nil {
