@@ -360,6 +360,9 @@ func (s *State) renominatedLocked(pod *corev1.Pod) {
 	if _, ok := s.unnominated[pod.UID]; !ok {
 		return
 	}
+	if e := s.pods[pod.UID]; e != nil && e.placed() {
+		return // placed: kube-scheduler may nominate it where it waits at Permit
+	}
 	if key, ok := s.claimOf[pod.UID]; ok {
 		if pr := s.preemptions[key]; pr != nil && pr.claims[pod.UID].Node == pod.Status.NominatedNodeName {
 			return // where its room is: nominated anew by a later preemption

@@ -545,3 +545,36 @@ func TestStaleNominationClearedAgain(t *testing.T) {
 		t.Errorf("a nomination with room kept for it was cleared: %v", fw.cleared)
 	}
 }
+
+// TestPlacedMemberNominationKept: a member whose nomination was cleared
+// and that is then placed may be nominated where it waits at Permit (as
+// kube-scheduler does with NominatedNodeNameForExpectation): that is not
+// cleared.
+func TestPlacedMemberNominationKept(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
+	s.OnNode(builder.MakeNode("m").GPU(h200, 1).Obj())
+	s.OnPodGroup(podGroup("g", 2, nil))
+	g := []*corev1.Pod{member("g", 0), member("g", 1)}
+	for _, p := range g {
+		s.OnPod(p)
+	}
+	pre, _, _ := s.PreemptorOf(g[0])
+	s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "m"})
+	if st := s.Reserve(g[0], "m"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if st := s.Reserve(g[1], "n"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	s.Flush(&fakeFramework{})
+	waiting := g[1].DeepCopy()
+	waiting.Status.NominatedNodeName = "n"
+	s.OnPod(waiting)
+	fw := &nominatingFramework{client: fake.NewClientset(waiting)}
+	s.Flush(fw)
+	if len(fw.cleared) != 0 {
+		t.Errorf("the nomination of a member placed on n was cleared: %v", fw.cleared)
+	}
+}
