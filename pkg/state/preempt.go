@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,12 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
@@ -190,16 +185,6 @@ type preemption struct {
 	gone time.Time
 }
 
-// Claim is room kept on a node for a preemptor's member (SPEC §5.8): other
-// pods may not take it while the member waits for its victims to go.
-type Claim struct {
-	// Key is the preemptor's (Preemptor.Key); its own pods may use the room.
-	Key     string
-	Pod     types.UID
-	Node    string
-	Request quota.Resources
-}
-
 // claimTTL bounds how long, beyond its victims' termination grace period,
 // room stays kept for a preemptor whose victims do not go (a finalizer
 // that never ends), and claimSettle how long after they went for members
@@ -269,127 +254,6 @@ func (s *State) victimGoneLocked(uid types.UID) {
 	}
 }
 
-// useClaimLocked notes that pod is placed on node: its own claim is done,
-// or, for another pod of the same preemptor (any pod of a gang may be one
-// of its min), a claim of the preemptor's on that node, whose room it took.
-func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
-	pr := s.preemptions[PreemptorKeyOf(pod)]
-	if pr == nil {
-		return
-	}
-	// Its own room on node, else a sibling's there, else its own elsewhere
-	// (placed on another node, it needs that room no more).
-	c, ok := pr.claims[pod.UID]
-	if !ok || c.Node != node {
-		for _, other := range pr.claims {
-			if other.Node == node {
-				c, ok = other, true
-				break
-			}
-		}
-	}
-	if !ok {
-		return
-	}
-	pr.used[pod.UID] = c
-	s.claimDoneLocked(c.Pod)
-	if c.Pod == pod.UID {
-		return
-	}
-	// pod took a sibling's room. A member that had room of its own
-	// elsewhere hands it to that sibling; either way the sibling's
-	// nomination on node is stale: kube-scheduler would go on counting it
-	// there, on top of pod, and the gang's last members would each find
-	// the node full of the other's nomination until the room expired.
-	if own, had := pr.claims[pod.UID]; had {
-		delete(pr.claims, pod.UID)
-		delete(s.claimOf, pod.UID)
-		own.Pod = c.Pod
-		pr.claims[c.Pod] = own
-		s.claimOf[c.Pod] = pr.key
-		s.refreshClaimsLocked(own.Node)
-	}
-	var stale []*corev1.Pod
-	for _, m := range pr.members {
-		if m.UID == c.Pod {
-			stale = append(stale, m)
-			s.unnominated[m.UID] = struct{}{}
-		}
-	}
-	s.out.push(func(fw Framework) { unnominate(fw, stale) })
-	s.activateLocked(slices.Values(pr.members))
-}
-
-// unuseClaimLocked keeps the room again that pod took from its
-// preemptor's claims, when pod gives it back (unreserved) while the
-// preemption is under way.
-func (s *State) unuseClaimLocked(pod *corev1.Pod) {
-	pr := s.preemptions[PreemptorKeyOf(pod)]
-	if pr == nil {
-		return
-	}
-	c, ok := pr.used[pod.UID]
-	if !ok {
-		return
-	}
-	delete(pr.used, pod.UID)
-	// The room was a sibling's: it goes back to that sibling unless the
-	// sibling is placed, gone, or has other room now (pod's own, handed
-	// over), in which case pod keeps it as its own.
-	if c.Pod != pod.UID {
-		_, has := s.claimOf[c.Pod]
-		if e := s.pods[c.Pod]; e == nil || e.placed() || has {
-			c.Pod = pod.UID
-		}
-	}
-	if _, has := s.claimOf[c.Pod]; has {
-		return
-	}
-	pr.claims[c.Pod] = c
-	s.claimOf[c.Pod] = pr.key
-	s.refreshClaimsLocked(c.Node)
-}
-
-// renominatedLocked clears again the nomination of a pod whose room a
-// sibling took, when an older patch that nominated it lands after the one
-// that cleared it: kube-scheduler would count it on that node again.
-func (s *State) renominatedLocked(pod *corev1.Pod) {
-	if pod.Status.NominatedNodeName == "" {
-		return
-	}
-	if _, ok := s.unnominated[pod.UID]; !ok {
-		return
-	}
-	if e := s.pods[pod.UID]; e != nil && e.placed() {
-		return // placed: kube-scheduler may nominate it where it waits at Permit
-	}
-	if key, ok := s.claimOf[pod.UID]; ok {
-		if pr := s.preemptions[key]; pr != nil && pr.claims[pod.UID].Node == pod.Status.NominatedNodeName {
-			return // where its room is: nominated anew by a later preemption
-		}
-	}
-	s.out.push(func(fw Framework) { unnominate(fw, []*corev1.Pod{pod}) })
-}
-
-// claimDoneLocked drops a member's claim: it was placed, or it is gone.
-func (s *State) claimDoneLocked(uid types.UID) {
-	key, ok := s.claimOf[uid]
-	if !ok {
-		return
-	}
-	delete(s.claimOf, uid)
-	pr := s.preemptions[key]
-	if pr == nil {
-		return
-	}
-	c := pr.claims[uid]
-	delete(pr.claims, uid)
-	s.refreshClaimsLocked(c.Node)
-	if len(pr.claims) == 0 && pr.victims.Len() == 0 {
-		delete(s.preemptions, key)
-	}
-}
-
 // endPreemptionLocked forgets a preemption. With dropNominations, the members
 // that did not take their room lose their nomination too, so the room is
 // not held for them any more by kube-scheduler's nominator either.
@@ -416,35 +280,6 @@ func (s *State) endPreemptionLocked(pr *preemption, dropNominations bool) {
 	s.out.push(func(fw Framework) { unnominate(fw, stale) })
 }
 
-// nominator is what clearing a nomination needs of the framework handle.
-type nominator interface {
-	DeleteNominatedPodIfExists(pod *corev1.Pod)
-	ClientSet() kubernetes.Interface
-}
-
-// unnominate clears pods' nominated nodes, in the scheduler and in their
-// status (which the scheduler reads back on any update of the pod).
-func unnominate(fw Framework, pods []*corev1.Pod) {
-	n, ok := fw.(nominator)
-	if !ok {
-		return
-	}
-	for _, pod := range pods {
-		n.DeleteNominatedPodIfExists(pod)
-	}
-	go func() {
-		ctx := context.Background()
-		for _, pod := range pods {
-			// The UID makes it fail rather than touch a pod of the same
-			// name created since.
-			patch := []byte(fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"nominatedNodeName":null}}`, pod.UID))
-			if _, err := n.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
-				klog.FromContext(ctx).V(2).Info("Clearing a nomination", "pod", klog.KObj(pod), "err", err)
-			}
-		}
-	}()
-}
-
 // gracePeriod is how long a pod may take to terminate once deleted.
 func gracePeriod(pod *corev1.Pod) time.Duration {
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
@@ -463,43 +298,6 @@ func (s *State) expirePreemptionsLocked() {
 			s.activateLocked(slices.Values(pr.members))
 		}
 	}
-}
-
-// refreshClaimsLocked rebuilds a node's claims for lock-free reading.
-func (s *State) refreshClaimsLocked(node string) {
-	var claims []Claim
-	for _, pr := range s.preemptions {
-		for _, c := range pr.claims {
-			if c.Node == node {
-				claims = append(claims, c)
-			}
-		}
-	}
-	if len(claims) == 0 {
-		if _, had := s.claimReads.LoadAndDelete(node); had {
-			s.claimNodes.Add(-1)
-		}
-		return
-	}
-	// Counted before it is stored, so a reader that finds it stored also
-	// finds the count above zero.
-	s.claimNodes.Add(1)
-	if _, had := s.claimReads.Swap(node, claims); had {
-		s.claimNodes.Add(-1)
-	}
-}
-
-// ClaimsOn returns the room kept on a node for preemptors' members. It
-// takes no lock: Filter calls it for every node, and while no room is kept
-// anywhere (almost always) it reads one counter.
-func (s *State) ClaimsOn(node string) []Claim {
-	if s.claimNodes.Load() == 0 {
-		return nil
-	}
-	if v, ok := s.claimReads.Load(node); ok {
-		return v.([]Claim)
-	}
-	return nil
 }
 
 // PreemptorKeyOf is the key a pod's claims are kept under (Preemptor.Key).

@@ -391,6 +391,23 @@ func TestMemberPlacedElsewhereLetsItsRoomGo(t *testing.T) {
 	}
 }
 
+// gangOn is a state with queue q, nodes of cards H200 cards each, and gang
+// g of min minMember with pods members, none placed.
+func gangOn(cards int, nodes []string, minMember int32, pods int) (*State, []*corev1.Pod) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	for _, n := range nodes {
+		s.OnNode(builder.MakeNode(n).GPU(h200, cards).Obj())
+	}
+	s.OnPodGroup(podGroup("g", minMember, nil))
+	g := make([]*corev1.Pod, pods)
+	for i := range g {
+		g[i] = member("g", i)
+		s.OnPod(g[i])
+	}
+	return s, g
+}
+
 // TestSiblingTakingRoomClearsStaleNomination: a gang's pod that is not one
 // of the nominated members takes a member's kept room; that member's
 // nomination is cleared (kube-scheduler would count it on the node on top
@@ -398,18 +415,7 @@ func TestMemberPlacedElsewhereLetsItsRoomGo(t *testing.T) {
 // the members are woken. A member placed on a sibling's node hands its own
 // room to that sibling, and gets it back if it gives the node back.
 func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
-	setup := func() (*State, []*corev1.Pod) {
-		s, _ := newTestState()
-		s.OnQueue(builder.MakeQueue("q").Obj())
-		s.OnNode(builder.MakeNode("n").GPU(h200, 2).Obj())
-		s.OnNode(builder.MakeNode("m").GPU(h200, 2).Obj())
-		s.OnPodGroup(podGroup("g", 2, nil))
-		g := []*corev1.Pod{member("g", 0), member("g", 1), member("g", 2)}
-		for _, p := range g {
-			s.OnPod(p)
-		}
-		return s, g
-	}
+	setup := func() (*State, []*corev1.Pod) { return gangOn(2, []string{"n", "m"}, 2, 3) }
 	claimsOf := func(s *State) map[string]types.UID {
 		out := map[string]types.UID{}
 		for _, node := range []string{"n", "m"} {
@@ -471,16 +477,7 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 func TestHandedRoomSurvivesUnreserveInAnyOrder(t *testing.T) {
 	for _, order := range [][]int{{0, 1}, {1, 0}} {
 		t.Run(fmt.Sprint(order), func(t *testing.T) {
-			s, _ := newTestState()
-			s.OnQueue(builder.MakeQueue("q").Obj())
-			for _, n := range []string{"n", "m", "k"} {
-				s.OnNode(builder.MakeNode(n).GPU(h200, 1).Obj())
-			}
-			s.OnPodGroup(podGroup("g", 3, nil))
-			g := []*corev1.Pod{member("g", 0), member("g", 1), member("g", 2)}
-			for _, p := range g {
-				s.OnPod(p)
-			}
+			s, g := gangOn(1, []string{"n", "m", "k"}, 3, 3)
 			pre, _, _ := s.PreemptorOf(g[0])
 			s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "m", g[2]: "k"})
 			if st := s.Reserve(g[0], "m"); !st.IsSuccess() {
@@ -509,15 +506,7 @@ func TestHandedRoomSurvivesUnreserveInAnyOrder(t *testing.T) {
 // state cleared it (an older patch) is cleared again; one the member got
 // anew with room kept for it is not.
 func TestStaleNominationClearedAgain(t *testing.T) {
-	s, _ := newTestState()
-	s.OnQueue(builder.MakeQueue("q").Obj())
-	s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
-	s.OnNode(builder.MakeNode("m").GPU(h200, 1).Obj())
-	s.OnPodGroup(podGroup("g", 2, nil))
-	g := []*corev1.Pod{member("g", 0), member("g", 1)}
-	for _, p := range g {
-		s.OnPod(p)
-	}
+	s, g := gangOn(1, []string{"n", "m"}, 2, 2)
 	pre, _, _ := s.PreemptorOf(g[0])
 	s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "m"})
 	if st := s.Reserve(g[0], "m"); !st.IsSuccess() {
@@ -551,15 +540,7 @@ func TestStaleNominationClearedAgain(t *testing.T) {
 // kube-scheduler does with NominatedNodeNameForExpectation): that is not
 // cleared.
 func TestPlacedMemberNominationKept(t *testing.T) {
-	s, _ := newTestState()
-	s.OnQueue(builder.MakeQueue("q").Obj())
-	s.OnNode(builder.MakeNode("n").GPU(h200, 1).Obj())
-	s.OnNode(builder.MakeNode("m").GPU(h200, 1).Obj())
-	s.OnPodGroup(podGroup("g", 2, nil))
-	g := []*corev1.Pod{member("g", 0), member("g", 1)}
-	for _, p := range g {
-		s.OnPod(p)
-	}
+	s, g := gangOn(1, []string{"n", "m"}, 2, 2)
 	pre, _, _ := s.PreemptorOf(g[0])
 	s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "m"})
 	if st := s.Reserve(g[0], "m"); !st.IsSuccess() {
