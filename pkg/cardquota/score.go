@@ -43,9 +43,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 		labels := nodeInfo.Node().Labels
 		var best int64
 		for _, key := range s.productLabels {
-			if r := s.rank(labels[key]); r >= 0 {
-				best = max(best, fwk.MaxNodeScore*int64(len(s.names)-r)/int64(len(s.names)))
-			}
+			best = max(best, s.score(labels[key]))
 		}
 		return best, nil
 	}
@@ -55,11 +53,19 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 		if s.requests[c.Resource] == 0 {
 			continue
 		}
-		if r := s.rank(c.Model); r >= 0 {
-			best = max(best, fwk.MaxNodeScore*int64(len(s.names)-r)/int64(len(s.names)))
-		}
+		best = max(best, s.score(c.Model))
 	}
 	return best, nil
+}
+
+// score is a model's score: the first alternative MaxNodeScore, the last
+// MaxNodeScore/len, a model not listed 0.
+func (s *stateData) score(model string) int64 {
+	r := s.rank(model)
+	if r < 0 {
+		return 0
+	}
+	return fwk.MaxNodeScore * int64(len(s.names)-r) / int64(len(s.names))
 }
 
 // ScoreExtensions returns nil: scores are already in range.
