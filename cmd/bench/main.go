@@ -76,6 +76,7 @@ func run() error {
 	only := flag.String("workloads", "", "comma-separated workload names to run (default all)")
 	profile := flag.String("profile", "", "write a CPU profile of each Cardinal run into this directory")
 	runs := flag.Int("runs", 0, "runs of each workload per scheduler, the median reported (default 3 in full mode, 1 in short)")
+	requests := flag.Bool("requests", false, "print the writes each run made to kube-apiserver, by verb, resource and code")
 	peer := flag.Bool("peer", true, "also run scheduler-plugins' Coscheduling + CapacityScheduling (bin/scheduler-plugins-scheduler)")
 	flag.Parse()
 	if *mode != "short" && *mode != "full" {
@@ -113,6 +114,9 @@ func run() error {
 		return err
 	}
 	bin := filepath.Join(root, "bin")
+	if dir := os.Getenv("CARDINAL_BIN_DIR"); dir != "" {
+		bin = dir
+	}
 	schedulers := []scheduler{
 		{Name: "default", Binary: filepath.Join(bin, "cardinal-scheduler"), Config: defaultConfig},
 		{Name: "cardinal", Binary: filepath.Join(bin, "cardinal-scheduler"), Config: cardinalConfig},
@@ -135,7 +139,7 @@ func run() error {
 					continue
 				}
 				fmt.Printf("%-16s %-17s run %d/%d: ", w.Name, s.Name, run+1, *runs)
-				r, err := runOne(ctx, root, w, s, *profile)
+				r, err := runOne(ctx, root, w, s, *profile, *requests)
 				if err != nil {
 					return fmt.Errorf("%s with %s: %w", w.Name, s.Name, err)
 				}

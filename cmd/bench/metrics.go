@@ -79,3 +79,36 @@ func (m *metricSet) pluginP99() map[string]float64 {
 	}
 	return out
 }
+
+// requestCounts reads kube-apiserver's apiserver_request_total, summed by
+// verb, resource, subresource and code and keyed "verb resource/sub code".
+func requestCounts(r io.Reader) (map[string]float64, error) {
+	f, err := testutil.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, metric := range f["apiserver_request_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range metric.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if labels["subresource"] != "" {
+			key += "/" + labels["subresource"]
+		}
+		out[key+" "+labels["code"]] += metric.GetCounter().GetValue()
+	}
+	for _, metric := range f["apiserver_request_duration_seconds"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range metric.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if labels["subresource"] != "" {
+			key += "/" + labels["subresource"]
+		}
+		out[key+" seconds"] += metric.GetHistogram().GetSampleSum()
+	}
+	return out, nil
+}

@@ -22,7 +22,7 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 	if len(results) > 0 {
 		runs = results[0].Runs
 	}
-	b.WriteString("Each scheduler runs as a process against a fresh etcd and kube-apiserver with the same simulated nodes and pods, created before it starts. ")
+	b.WriteString("Each scheduler runs as a process against a fresh etcd and kube-apiserver (serving with API Priority and Fairness, as in a cluster) with the same simulated nodes and pods, created before it starts. ")
 	b.WriteString("Pods/s is bound pods over the time from the scheduler's `/readyz` answering ok to the last bind. Attempt percentiles are kube-scheduler's `scheduler_scheduling_attempt_duration_seconds` for scheduled pods. ")
 	b.WriteString("CPU ms per pod is the CPU time the scheduler, and etcd with kube-apiserver, used from the scheduler being ready to the end, per bound pod: all three share the machine's cores, so what a scheduler makes the apiserver do slows it too. ")
 	fmt.Fprintf(&b, "`default` is kube-scheduler's default profile in the same binary. Each row is the median of %d runs, the contenders taking turns; only ratios from one report mean anything: the machine is shared.\n\n", runs)

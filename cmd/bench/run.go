@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -75,9 +77,9 @@ const quiet = 5 * time.Second
 // runOne starts a fresh control plane, creates the workload's objects, then
 // starts the scheduler and measures until every pod is bound (or, for a
 // contended workload, binding stops).
-func runOne(ctx context.Context, root string, w workload, s scheduler, profileDir string) (result, error) {
+func runOne(ctx context.Context, root string, w workload, s scheduler, profileDir string, requests bool) (result, error) {
 	res := result{Workload: w.Name, Scheduler: s.Name, Pods: len(w.pods())}
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	cp, err := controlplane.Start(ctx, controlplane.Options{PriorityAndFairness: true})
 	if err != nil {
 		return res, err
 	}
@@ -129,6 +131,12 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 		go profileCPU(ctx, sched.Port, filepath.Join(profileDir, w.Name+"-"+s.Name+".pprof"))
 	}
 	schedCPU, cpCPU := sched.CPUSeconds(), cp.CPUSeconds()
+	var before map[string]float64
+	if requests {
+		if before, err = apiserverRequests(ctx, kube); err != nil {
+			return res, err
+		}
+	}
 	var arrived map[string]time.Time
 	if w.Preempt {
 		if arrived, err = arrive(ctx, cp, w); err != nil {
@@ -160,6 +168,13 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 		res.SchedulerCPU = (sched.CPUSeconds() - schedCPU) * 1000 / float64(res.Bound)
 		res.ControlPlaneCPU = (cp.CPUSeconds() - cpCPU) * 1000 / float64(res.Bound)
 	}
+	if requests {
+		after, err := apiserverRequests(ctx, kube)
+		if err != nil {
+			return res, err
+		}
+		printRequests(before, after)
+	}
 	res.PartialGangs = binds.partialGangs(w.GangSize)
 	if w.Preempt {
 		pr := &preemptResult{Gangs: w.Gangs}
@@ -175,6 +190,15 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 		return res, err
 	}
 	res.AttemptP50, res.AttemptP99, res.PluginP99 = metrics.attempt(0.5), metrics.attempt(0.99), metrics.pluginP99()
+	if requests {
+		for _, m := range metrics.families["scheduler_schedule_attempts_total"].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" {
+					fmt.Printf("    %6.0f scheduling attempts %s\n", m.GetCounter().GetValue(), l.GetValue())
+				}
+			}
+		}
+	}
 	return res, nil
 }
 
@@ -383,6 +407,38 @@ func (b *bindLog) partialGangs(min int) int {
 		}
 	}
 	return partial
+}
+
+// apiserverRequests counts the requests kube-apiserver has served so far.
+func apiserverRequests(ctx context.Context, kube kubernetes.Interface) (map[string]float64, error) {
+	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return requestCounts(bytes.NewReader(body))
+}
+
+// printRequests prints the requests served between two counts, most first,
+// leaving out reads, which informers' watches make rare.
+func printRequests(before, after map[string]float64) {
+	type count struct {
+		key string
+		n   float64
+	}
+	var counts []count
+	for key, n := range after {
+		if d := n - before[key]; d > 0 && !strings.HasPrefix(key, "GET ") && !strings.HasPrefix(key, "LIST ") && !strings.HasPrefix(key, "WATCH ") {
+			counts = append(counts, count{key, d})
+		}
+	}
+	slices.SortFunc(counts, func(a, b count) int { return cmp.Compare(b.n, a.n) })
+	for _, c := range counts {
+		if strings.HasSuffix(c.key, " seconds") {
+			fmt.Printf("    %6.2f %s\n", c.n, c.key)
+		} else {
+			fmt.Printf("    %6.0f %s\n", c.n, c.key)
+		}
+	}
 }
 
 // get reads a path of the scheduler's secure port.

@@ -51,6 +51,11 @@ type Options struct {
 	// workloads to behave as in a cluster. Controllers that expect kubelets
 	// (node lifecycle, taints) would evict from the simulated nodes.
 	Controllers []string
+	// PriorityAndFairness serves requests as a cluster's kube-apiserver
+	// does, with API Priority and Fairness: a burst of writes waits in its
+	// priority level's queues. Off, a burst over 200 concurrent writes (as
+	// a gang's binds can be) is answered 429, retried a second later.
+	PriorityAndFairness bool
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -68,6 +73,7 @@ type ControlPlane struct {
 	etcd        *Process
 	apiserver   *Process
 	controllers *Process
+	fairness    bool
 }
 
 // Start launches etcd and kube-apiserver and waits until the apiserver is ready.
@@ -80,7 +86,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: dir, BinDir: binDir, log: opts.Log}
+	cp := &ControlPlane{Dir: dir, BinDir: binDir, log: opts.Log, fairness: opts.PriorityAndFairness}
 	if cp.log == nil {
 		if cp.logFile, err = os.Create(filepath.Join(dir, "controlplane.log")); err != nil {
 			return nil, err
@@ -165,7 +171,7 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		// controllers Options name: nothing would create service account
 		// tokens or lift node condition taints.
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-		"--enable-priority-and-fairness=false",
+		"--enable-priority-and-fairness="+strconv.FormatBool(cp.fairness),
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 	)
