@@ -30,6 +30,8 @@ type Plugin struct {
 	// permitWait is how long a gang's placed members wait at Permit for the
 	// rest of its min (permitWaitingTimeSeconds).
 	permitWait time.Duration
+	// binds holds a token per gang pod binding (bindSlots).
+	binds chan struct{}
 }
 
 var (
@@ -39,6 +41,8 @@ var (
 	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.PermitPlugin      = &Plugin{}
+	_ fwk.PreBindPlugin     = &Plugin{}
+	_ fwk.PostBindPlugin    = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
@@ -63,7 +67,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, st *state.State)
 		return nil, err
 	}
 	st.SetPermitPlugin(Name)
-	return &Plugin{handle: h, state: st, permitWait: time.Duration(args.PermitWaitingTimeSeconds) * time.Second}, nil
+	return &Plugin{handle: h, state: st, permitWait: time.Duration(args.PermitWaitingTimeSeconds) * time.Second, binds: make(chan struct{}, bindSlots)}, nil
 }
 
 // Name returns the plugin's name.

@@ -118,7 +118,7 @@ func newFixture(t *testing.T) *fixture {
 	settings.SchedulerName = builder.SchedulerName
 	st := state.NewWithClock(settings, clk)
 	st.SetPermitPlugin(Name)
-	p := &Plugin{handle: h, state: st, permitWait: 60 * time.Second}
+	p := &Plugin{handle: h, state: st, permitWait: 60 * time.Second, binds: make(chan struct{}, bindSlots)}
 	ni := framework.NewNodeInfo()
 	ni.SetNode(builder.MakeNode("node").GPU("NVIDIA-H200", 8).Obj())
 	return &fixture{t: t, clock: clk, h: h, st: st, p: p, nodes: []fwk.NodeInfo{ni}}

@@ -110,7 +110,8 @@ func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, n
 // Unreserve mirrors Reserve. If losing this pod leaves its gang's attempt
 // below min (a Permit timeout, a rejection, a failed bind), the gang's other
 // waiting members are rejected too and the gang backs off.
-func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
+	p.releaseSlot(cs)
 	p.state.Unreserve(pod)
 }
 

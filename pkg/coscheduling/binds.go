@@ -1,0 +1,66 @@
+package coscheduling
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/gang"
+)
+
+// bindSlots bounds how many gang pods bind at once. A gang's min leaves
+// Permit together: unbounded, a gang of 1000 sends 1000 binds, and as many
+// events after them, in the same instant, more than kube-apiserver's
+// priority level queues hold for one client. The overflow is answered 429
+// and retried a second later, so the whole gang waits for its slowest bind.
+// Through 64 slots the same binds queue here instead, and a gang of 1000
+// binds as fast as kube-apiserver answers.
+const bindSlots = 64
+
+// slotKey marks, in a pod's cycle state, that the pod holds a bind slot.
+const slotKey fwk.StateKey = "BindSlot" + Name
+
+type slotHeld struct{}
+
+func (slotHeld) Clone() fwk.StateData { return slotHeld{} }
+
+// PreBindPreFlight says whether PreBind has work: only gang pods wait for a
+// bind slot.
+func (p *Plugin) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if _, ok := gang.Of(pod); !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+}
+
+// PreBind waits for a bind slot for a gang pod. A pod cancelled while it
+// waits (preempted, or the scheduler stopping) gives up without one.
+func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	if _, ok := gang.Of(pod); !ok {
+		return nil
+	}
+	select {
+	case p.binds <- struct{}{}:
+		cs.Write(slotKey, slotHeld{})
+		return nil
+	case <-ctx.Done():
+		return fwk.AsStatus(context.Cause(ctx))
+	}
+}
+
+// PostBind gives the pod's bind slot back once it is bound.
+func (p *Plugin) PostBind(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ string) {
+	p.releaseSlot(cs)
+}
+
+// releaseSlot gives back the slot the pod holds, if it holds one.
+func (p *Plugin) releaseSlot(cs fwk.CycleState) {
+	if cs == nil {
+		return
+	}
+	if _, err := cs.Read(slotKey); err == nil {
+		cs.Delete(slotKey)
+		<-p.binds
+	}
+}
