@@ -3,6 +3,8 @@ package cardquota
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -27,8 +29,10 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 	}, nil
 }
 
-// cardsFreed requeues a pod when a pod that used cards in its queue is gone
-// or finished.
+// cardsFreed requeues a pod when a pod that used cards is gone or finished:
+// one of its own queue, or of another queue when its queue has card quota
+// left for it (then what it waits for is room on a node, which any queue's
+// pod gives back).
 func (p *Plugin) cardsFreed(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 	other, _ := newObj.(*corev1.Pod)
 	if other == nil {
@@ -44,11 +48,32 @@ func (p *Plugin) cardsFreed(logger klog.Logger, pod *corev1.Pod, oldObj, newObj 
 		logger.V(5).Info("Freed pod used no cards: skip", "pod", klog.KObj(pod), "freed", klog.KObj(other))
 		return fwk.QueueSkip, nil
 	}
-	if q1, q2 := p.state.QueueOf(pod), p.state.QueueOf(other); q1 != q2 {
-		logger.V(5).Info("Pod of another queue freed cards: skip", "pod", klog.KObj(pod), "freed", klog.KObj(other))
+	if q1, q2 := p.state.QueueOf(pod), p.state.QueueOf(other); q1 != q2 && !p.quotaLeft(pod) {
+		logger.V(5).Info("Pod of another queue freed cards, and the pod's queue has no quota left for it: skip", "pod", klog.KObj(pod), "freed", klog.KObj(other))
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil
+}
+
+// quotaLeft tells whether the pod's queue has card quota left for the pod
+// under some model it may use.
+func (p *Plugin) quotaLeft(pod *corev1.Pod) bool {
+	c := p.state.Candidate(pod)
+	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, cards: p.state.Cards(c.Queue)}
+	var total int64
+	for _, n := range c.CardRequests {
+		total += n
+	}
+	models := c.CardNames
+	if len(models) == 0 {
+		models = slices.Collect(maps.Keys(s.cards))
+	}
+	for _, m := range models {
+		if s.check(m, total) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeHasCards requeues a pod when a node that carries cards is added or

@@ -2,10 +2,12 @@ package cardquota
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -32,10 +34,14 @@ func hints(t *testing.T, p *Plugin) map[fwk.EventResource]fwk.QueueingHintFn {
 }
 
 func TestHints(t *testing.T) {
-	p := &Plugin{state: state.New(state.DefaultSettings())}
+	st := state.New(state.DefaultSettings())
+	st.OnQueue(builder.MakeQueue("roomy").Card(rtx, 0, 4).Obj())
+	p := &Plugin{state: st}
 	h := hints(t, p)
 	cardPod := func(name, queue string) *corev1.Pod {
-		return builder.MakePod("ns", name).Label(v1alpha1.QueueLabel, queue).GPU(1).Obj()
+		pod := builder.MakePod("ns", name).Label(v1alpha1.QueueLabel, queue).GPU(1).Obj()
+		pod.UID = types.UID(name + "-" + queue)
+		return pod
 	}
 	cpuPod := builder.MakePod("ns", "cpu").Label(v1alpha1.QueueLabel, "a").Req(corev1.ResourceCPU, "1").Obj()
 	queue := func(name string, generation int64, allocated string) *unstructured.Unstructured {
@@ -53,6 +59,7 @@ func TestHints(t *testing.T) {
 	}{
 		{"a card pod of its queue deleted", fwk.AssignedPod, cardPod("gone", "a"), nil, fwk.Queue},
 		{"a card pod of another queue deleted", fwk.AssignedPod, cardPod("gone", "b"), nil, fwk.QueueSkip},
+		{"a card pod of another queue deleted, its queue with quota left: it waits for node room", fwk.AssignedPod, cardPod("gone", "b"), nil, fwk.Queue},
 		{"a pod without cards deleted", fwk.AssignedPod, cpuPod, nil, fwk.QueueSkip},
 		{"its queue's card quota changed", eventhandler.QueueResource, queue("a", 1, ""), queue("a", 2, ""), fwk.Queue},
 		{"its queue's status written", eventhandler.QueueResource, queue("a", 1, "NVIDIA-H200=1/3"), queue("a", 1, "NVIDIA-H200=2/3"), fwk.QueueSkip},
@@ -61,7 +68,11 @@ func TestHints(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := h[tc.res](klog.Background(), cardPod("waiting", "a"), tc.oldObj, tc.newObj)
+			waiting := cardPod("waiting", "a")
+			if strings.Contains(tc.name, "quota left") {
+				waiting = cardPod("waiting", "roomy")
+			}
+			got, err := h[tc.res](klog.Background(), waiting, tc.oldObj, tc.newObj)
 			if err != nil || got != tc.want {
 				t.Errorf("hint = %v, %v; want %v", got, err, tc.want)
 			}

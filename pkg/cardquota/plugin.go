@@ -38,6 +38,9 @@ const Name = "CardinalCardQuota"
 type Plugin struct {
 	handle fwk.Handle
 	state  *state.State
+	// roomFirst: Filter refuses a node without room for the pod's cards
+	// (state.Settings.CardRoomFirst).
+	roomFirst bool
 }
 
 var (
@@ -71,7 +74,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, st *state.State)
 	if err := st.Attach(ctx, h); err != nil {
 		return nil, err
 	}
-	return &Plugin{handle: h, state: st}, nil
+	return &Plugin{handle: h, state: st, roomFirst: st.Settings().CardRoomFirst}, nil
 }
 
 // Name returns the plugin's name.

@@ -176,13 +176,19 @@ func (s *stateData) check(model string, n int64) *fwk.Status {
 // name none: they are charged the plain resource (SPEC §1.4). Filter reads
 // the node's models as detected when the node last changed, and no shared
 // state besides.
+//
+// It also refuses a node without room for the pod's cards, as
+// NodeResourcesFit would: the configuration runs this Filter first, and a
+// node full of cards is then turned away without NodeResourcesFit's
+// costlier look at every resource. Pods that prefer one model fill that
+// model's nodes first, so most nodes a cycle looks at can be full.
 func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := getState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	if s.everyNode && !s.adjusted {
-		return nil
+		return p.room(s, pod, nodeInfo)
 	}
 	nodeName := nodeInfo.Node().Name
 	node, _ := p.state.Node(nodeName)
@@ -208,6 +214,24 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 		}
 		return p.waits(s, pod, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"node %s has none of the pod's card models %s", nodeName, strings.Join(s.names, "|"))))
+	}
+	return p.room(s, pod, nodeInfo)
+}
+
+// room refuses a node that has some of a card resource the pod requests
+// but not enough left, with NodeResourcesFit's reason. A node without the
+// resource at all is left to NodeResourcesFit, which may find it served
+// another way (dynamic resource allocation). A pod already bound (in-place
+// resize) is left to it too.
+func (p *Plugin) room(s *stateData, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	if !p.roomFirst || pod != nil && pod.Spec.NodeName != "" {
+		return nil
+	}
+	allocatable, requested := nodeInfo.GetAllocatable().GetScalarResources(), nodeInfo.GetRequested().GetScalarResources()
+	for r, n := range s.requests {
+		if a := allocatable[r]; a > 0 && n > a-requested[r] {
+			return fwk.NewStatus(fwk.Unschedulable, "Insufficient "+string(r))
+		}
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func fixture(t *testing.T) (*Plugin, map[string]fwk.NodeInfo) {
 		st.OnNode(n)
 		nodes[n.Name] = nodeInfo(n)
 	}
-	return &Plugin{state: st}, nodes
+	return &Plugin{state: st, roomFirst: true}, nodes
 }
 
 func TestFilter(t *testing.T) {
@@ -88,6 +88,59 @@ func TestFilter(t *testing.T) {
 			}
 			if st.Code() != tt.code || !strings.Contains(st.Message(), tt.want) {
 				t.Fatalf("got %v %q, want %v containing %q", st.Code(), st.Message(), tt.code, tt.want)
+			}
+		})
+	}
+}
+
+// TestFilterRoom: Filter refuses a node with too few of the pod's cards
+// left, as NodeResourcesFit would, whether or not PreFilter found that every
+// model passes; nodes without the resource, and bound pods, are left to
+// NodeResourcesFit, and so is everything when it ignores some resource.
+func TestFilterRoom(t *testing.T) {
+	room := map[string]state.CardUsage{rtx: {Listed: true, Capability: 8}}
+	gpus := func(n int64) map[corev1.ResourceName]int64 {
+		return map[corev1.ResourceName]int64{builder.GPUResource: n}
+	}
+	used := builder.MakePod("ns", "used").GPU(3).Obj()
+	full := framework.NewNodeInfo(used)
+	full.SetNode(builder.MakeNode("n-4090").GPU(rtx, 4).Obj())
+	cpuOnly := nodeInfo(builder.MakeNode("n-cpu").Obj())
+	tests := []struct {
+		name      string
+		state     stateData
+		node      fwk.NodeInfo
+		bound     bool
+		fitIgnore bool
+		want      string
+	}{
+		{name: "room for one more", state: stateData{queue: "a", requests: gpus(1), cards: room}, node: full},
+		{name: "too few left", state: stateData{queue: "a", requests: gpus(2), cards: room}, node: full, want: "Insufficient nvidia.com/gpu"},
+		{name: "too few left, every model passing", state: stateData{queue: "a", requests: gpus(2), cards: room, everyNode: true}, node: full, want: "Insufficient nvidia.com/gpu"},
+		{name: "node without the resource: NodeResourcesFit's to say", state: stateData{queue: "a", requests: gpus(2), cards: room, everyNode: true}, node: cpuOnly},
+		{name: "bound pod resized in place", state: stateData{queue: "a", requests: gpus(2), cards: room}, node: full, bound: true},
+		{name: "NodeResourcesFit ignores resources", state: stateData{queue: "a", requests: gpus(2), cards: room}, node: full, fitIgnore: true},
+	}
+	p, _ := fixture(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p.roomFirst = !tt.fitIgnore
+			pod := builder.MakePod("ns", "p").GPU(2).Obj()
+			if tt.bound {
+				pod.Spec.NodeName = "n-4090"
+			}
+			cs := framework.NewCycleState()
+			s := tt.state
+			cs.Write(stateKey, &s)
+			st := p.Filter(context.Background(), cs, pod, tt.node)
+			if tt.want == "" {
+				if !st.IsSuccess() {
+					t.Fatalf("want the pod to fit, got %v", st)
+				}
+				return
+			}
+			if st.Code() != fwk.Unschedulable || st.Message() != tt.want {
+				t.Fatalf("got %v %q, want Unschedulable %q (preemption may make room)", st.Code(), st.Message(), tt.want)
 			}
 		})
 	}

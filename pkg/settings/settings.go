@@ -141,7 +141,30 @@ func FromConfiguration(cfg *schedconfig.KubeSchedulerConfiguration) (Config, err
 	out.State.PreemptibleBelowPriority = preemption.PreemptibleBelowPriority
 	out.State.CardUnlimitedCPUMemory = cards.CardUnlimitedCPUMemory
 	out.State.GangBackoff = time.Duration(gang.PodGroupBackoffSeconds) * time.Second
+	out.State.CardRoomFirst = fitChecksEveryResource(p, args[fitPlugin])
 	return out, nil
+}
+
+// fitPlugin is kube-scheduler's plugin that refuses nodes without room.
+const fitPlugin = "NodeResourcesFit"
+
+// fitChecksEveryResource tells whether the profile's NodeResourcesFit is
+// left enabled and ignores no extended resource, so that it refuses every
+// node that lacks room for a pod's cards.
+func fitChecksEveryResource(p *schedconfig.KubeSchedulerProfile, args runtime.Object) bool {
+	if p.Plugins != nil {
+		for _, set := range []schedconfig.PluginSet{p.Plugins.MultiPoint, p.Plugins.Filter} {
+			for _, pl := range set.Disabled {
+				if pl.Name == fitPlugin || pl.Name == "*" {
+					return false
+				}
+			}
+		}
+	}
+	if a, ok := args.(*schedconfig.NodeResourcesFitArgs); ok && (len(a.IgnoredResources) > 0 || len(a.IgnoredResourceGroups) > 0) {
+		return false
+	}
+	return true
 }
 
 // argsOf returns a plugin's decoded args, or, when the profile gives none,

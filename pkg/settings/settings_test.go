@@ -68,7 +68,22 @@ func TestFromFlags(t *testing.T) {
     args: {preemptibleBelowPriority: 50}
   - name: CardinalGang
     args: {podGroupBackoffSeconds: 3}
-`, want: state.Settings{SchedulerName: "cardinal-scheduler", DefaultQueue: "batch", PreemptibleBelowPriority: 50, CardUnlimitedCPUMemory: true, GangBackoff: 3 * time.Second}, enabled: true},
+`, want: state.Settings{SchedulerName: "cardinal-scheduler", DefaultQueue: "batch", PreemptibleBelowPriority: 50, CardUnlimitedCPUMemory: true, GangBackoff: 3 * time.Second, CardRoomFirst: true}, enabled: true},
+		{name: "NodeResourcesFit ignoring a resource: the card Filter leaves room to it", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
+  - name: NodeResourcesFit
+    args: {ignoredResources: [example.com/foo]}
+`, want: withoutCardRoom(defaults), enabled: true},
+		{name: "NodeResourcesFit ignoring a resource group", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
+  - name: NodeResourcesFit
+    args: {ignoredResourceGroups: [example.com]}
+`, want: withoutCardRoom(defaults), enabled: true},
+		{name: "NodeResourcesFit disabled", config: header + "profiles:\n" + cardinalProfile + `      disabled:
+      - name: NodeResourcesFit
+`, want: withoutCardRoom(defaults), enabled: true},
+		{name: "every filter disabled", config: header + "profiles:\n" + cardinalProfile + `    filter:
+      disabled:
+      - name: '*'
+`, want: withoutCardRoom(defaults), enabled: true},
 		{name: "no Cardinal profile", config: header + "profiles:\n- schedulerName: default-scheduler\n", want: defaults},
 		{name: "a bad value names its field", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
   - name: CardinalGang
@@ -97,6 +112,11 @@ func TestFromFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withoutCardRoom(s state.Settings) state.Settings {
+	s.CardRoomFirst = false
+	return s
 }
 
 // TestLeaderElection: the status writers follow the scheduler's leader

@@ -62,6 +62,11 @@ type Settings struct {
 	CardUnlimitedCPUMemory bool
 	// GangBackoff is how long a gang that failed waits before it is tried again.
 	GangBackoff time.Duration
+	// CardRoomFirst lets the card Filter refuse a node without room for a
+	// pod's cards itself, so that NodeResourcesFit's slower Filter is not
+	// run on it: only while NodeResourcesFit would refuse the same node
+	// (it is enabled and ignores no resource).
+	CardRoomFirst bool
 	// ReadOnly makes a state that only looks: a tool's copy rebuilt from
 	// the API (kubectl cardinal) writes nothing to the cluster and acts on
 	// no scheduling queue.
@@ -75,6 +80,7 @@ func DefaultSettings() Settings {
 		DefaultQueue:             v1alpha1.DefaultQueueName,
 		PreemptibleBelowPriority: configv1.DefaultPreemptibleBelowPriority,
 		GangBackoff:              time.Duration(configv1.DefaultPodGroupBackoffSeconds) * time.Second,
+		CardRoomFirst:            true,
 	}
 }
 
