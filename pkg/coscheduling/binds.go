@@ -2,6 +2,8 @@ package coscheduling
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -21,32 +23,41 @@ const bindSlots = 64
 // slotKey marks, in a pod's cycle state, that the pod holds a bind slot.
 const slotKey fwk.StateKey = "BindSlot" + Name
 
-type slotHeld struct{}
+// slotHeld is a held slot; clones share it, so it is given back once.
+type slotHeld struct{ given atomic.Bool }
 
-func (slotHeld) Clone() fwk.StateData { return slotHeld{} }
+func (h *slotHeld) Clone() fwk.StateData { return h }
 
 // PreBindPreFlight says whether PreBind has work: only gang pods wait for a
-// bind slot.
+// bind slot. Not in parallel with other PreBind plugins: running last, a
+// pod takes its slot only once volumes and devices are ready, for its bind
+// alone.
 func (p *Plugin) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
 	if _, ok := gang.Of(pod); !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+	return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
 }
 
 // PreBind waits for a bind slot for a gang pod. A pod cancelled while it
-// waits (preempted, or the scheduler stopping) gives up without one.
+// waits (preempted, or the scheduler stopping) gives up without one. A pod
+// whose gang's attempt failed while it waited (a sibling gave up its
+// place), or that was deleted, gives its slot back and does not bind.
 func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	if _, ok := gang.Of(pod); !ok {
 		return nil
 	}
 	select {
 	case p.binds <- struct{}{}:
-		cs.Write(slotKey, slotHeld{})
-		return nil
 	case <-ctx.Done():
 		return fwk.AsStatus(context.Cause(ctx))
 	}
+	if !p.state.StillPlaced(pod) {
+		<-p.binds
+		return fwk.AsStatus(fmt.Errorf("pod %s/%s: its gang gave up the attempt it was placed in, or it was deleted, while it waited to bind", pod.Namespace, pod.Name))
+	}
+	cs.Write(slotKey, &slotHeld{})
+	return nil
 }
 
 // PostBind gives the pod's bind slot back once it is bound.
@@ -59,8 +70,9 @@ func (p *Plugin) releaseSlot(cs fwk.CycleState) {
 	if cs == nil {
 		return
 	}
-	if _, err := cs.Read(slotKey); err == nil {
-		cs.Delete(slotKey)
-		<-p.binds
+	if d, err := cs.Read(slotKey); err == nil {
+		if h, ok := d.(*slotHeld); ok && h.given.CompareAndSwap(false, true) {
+			<-p.binds
+		}
 	}
 }

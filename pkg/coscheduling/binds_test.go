@@ -3,57 +3,76 @@ package coscheduling
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"cardinal.dev/cardinal/test/builder"
 )
 
+// placedGang schedules a whole gang of n through Permit and returns its
+// pods with their cycle states.
+func (f *fixture) placedGang(name string, n int) ([]*corev1.Pod, []fwk.CycleState) {
+	pods := f.gang(name, int32(n), n, t0)
+	states := make([]fwk.CycleState, n)
+	for i, pod := range pods {
+		var code fwk.Code
+		code, states[i] = f.schedule(pod)
+		if want := fwk.Wait; i == n-1 {
+			want = fwk.Success
+			if code != want {
+				f.t.Fatalf("Permit of the last member: %v, want %v", code, want)
+			}
+		} else if code != want {
+			f.t.Fatalf("Permit of member %d: %v, want %v", i, code, want)
+		}
+	}
+	return pods, states
+}
+
 func TestBindSlots(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	pods := f.gang("big", bindSlots+1, bindSlots+1, t0)
+	pods, states := f.placedGang("big", bindSlots+2)
 	plain := builder.MakePod("ns", "plain").Obj()
 
 	if _, s := f.p.PreBindPreFlight(ctx, framework.NewCycleState(), plain, "node"); s.Code() != fwk.Skip {
 		t.Errorf("PreBindPreFlight of a pod without a gang: %v, want Skip", s)
 	}
-	if _, s := f.p.PreBindPreFlight(ctx, framework.NewCycleState(), pods[0], "node"); !s.IsSuccess() {
-		t.Errorf("PreBindPreFlight of a gang pod: %v, want Success", s)
+	if r, s := f.p.PreBindPreFlight(ctx, framework.NewCycleState(), pods[0], "node"); !s.IsSuccess() || r == nil || r.AllowParallel {
+		t.Errorf("PreBindPreFlight of a gang pod: %+v %v, want Success, not in parallel", r, s)
 	}
-	// Pods without a gang never wait, whatever gang pods hold.
-	states := make([]fwk.CycleState, len(pods))
 	for i, pod := range pods[:bindSlots] {
-		states[i] = framework.NewCycleState()
 		if s := f.p.PreBind(ctx, states[i], pod, "node"); !s.IsSuccess() {
 			t.Fatalf("PreBind of gang pod %d of %d slots: %v", i, bindSlots, s)
 		}
 	}
+	// Pods without a gang never wait, whatever gang pods hold.
 	if s := f.p.PreBind(ctx, framework.NewCycleState(), plain, "node"); !s.IsSuccess() {
 		t.Errorf("PreBind of a pod without a gang with every slot held: %v", s)
 	}
 
 	// The next gang pod waits until a slot is given back; cancelled, it
 	// gives up holding nothing.
+	next := pods[bindSlots]
 	cancelled, cancel := context.WithCancelCause(ctx)
 	cancel(errors.New("preempted"))
-	last := framework.NewCycleState()
-	if s := f.p.PreBind(cancelled, last, pods[bindSlots], "node"); s.IsSuccess() || s.AsError().Error() != "preempted" {
+	if s := f.p.PreBind(cancelled, framework.NewCycleState(), next, "node"); s.IsSuccess() || s.AsError().Error() != "preempted" {
 		t.Errorf("PreBind cancelled while waiting: %v, want the cancel cause", s)
 	}
-	f.p.Unreserve(ctx, last, pods[bindSlots], "node") // holds no slot: gives none back
 	done := make(chan *fwk.Status)
-	go func() { done <- f.p.PreBind(ctx, last, pods[bindSlots], "node") }()
+	go func() { done <- f.p.PreBind(ctx, states[bindSlots], next, "node") }()
 	select {
 	case s := <-done:
 		t.Fatalf("PreBind with every slot held returned %v", s)
 	case <-time.After(50 * time.Millisecond):
 	}
 	f.p.PostBind(ctx, states[0], pods[0], "node")
-	f.p.PostBind(ctx, states[0], pods[0], "node") // a slot is given back once
+	f.p.PostBind(ctx, states[0].Clone(), pods[0], "node") // a slot is given back once, clones included
 	if s := <-done; !s.IsSuccess() {
 		t.Fatalf("PreBind after a slot was given back: %v", s)
 	}
@@ -61,10 +80,16 @@ func TestBindSlots(t *testing.T) {
 		t.Errorf("%d slots held, want %d", len(f.p.binds), bindSlots)
 	}
 
-	// A failed bind (Unreserve) and a bound pod (PostBind) give slots back.
+	// A failed bind gives its slot back, and its gang falls below min: the
+	// member still waiting for a slot then gives up instead of binding.
+	last := pods[bindSlots+1]
+	go func() { done <- f.p.PreBind(ctx, states[bindSlots+1], last, "node") }()
 	f.p.Unreserve(ctx, states[1], pods[1], "node")
-	f.p.PostBind(ctx, last, pods[bindSlots], "node")
-	if want := bindSlots - 2; len(f.p.binds) != want {
-		t.Errorf("%d slots held after an Unreserve and a PostBind, want %d", len(f.p.binds), want)
+	if s := <-done; s.IsSuccess() || !strings.Contains(s.Message(), "gave up the attempt") {
+		t.Errorf("PreBind of a member whose gang failed while it waited: %v, want a refusal", s)
+	}
+	f.p.Unreserve(ctx, states[bindSlots+1], last, "node")
+	if want := bindSlots - 1; len(f.p.binds) != want {
+		t.Errorf("%d slots held after a failed bind and a refused member, want %d", len(f.p.binds), want)
 	}
 }

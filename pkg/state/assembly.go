@@ -180,6 +180,21 @@ func (s *State) Unreserve(pod *corev1.Pod) {
 	}
 }
 
+// StillPlaced tells whether a pod on its way to bind should still bind: it
+// is placed, and, in a gang, the attempt it joined has not failed since
+// (a sibling gave up its place while this pod waited for a bind slot).
+// Binding it then would leave its gang partly bound.
+func (s *State) StillPlaced(pod *corev1.Pod) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.pods[pod.UID]
+	if e == nil || !e.placed() {
+		return false
+	}
+	g := s.gangs[e.Gang]
+	return g == nil || e.tryAttempt == g.attempt
+}
+
 // Permit tells whether a pod's gang has its min placed. If so, the gang's
 // members waiting at Permit are returned, to be allowed; if not, the pod
 // waits, and msg says why.
