@@ -3,8 +3,6 @@ package cardquota
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -55,36 +53,40 @@ func (p *Plugin) cardsFreed(logger klog.Logger, pod *corev1.Pod, oldObj, newObj 
 	return fwk.Queue, nil
 }
 
-// quotaLeft tells whether the pod's queue has card quota left for the pod
-// under some model it may use.
+// quotaLeft tells whether the pod's queue may have card quota left for
+// it: under some model it names, for each card resource it requests. A pod
+// that names no model may land on a node whose cards have none, where card
+// quota does not hold it: that is never ruled out.
 func (p *Plugin) quotaLeft(pod *corev1.Pod) bool {
 	c := p.state.Candidate(pod)
-	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, cards: p.state.Cards(c.Queue)}
-	var total int64
-	for _, n := range c.CardRequests {
-		total += n
+	if c.CardNamesErr != nil || len(c.CardNames) == 0 {
+		return true
 	}
-	models := c.CardNames
-	if len(models) == 0 {
-		models = slices.Collect(maps.Keys(s.cards))
-	}
-	for _, m := range models {
-		if s.check(m, total) == nil {
+	s := p.newStateData(c)
+	for _, m := range s.names {
+		left := true
+		for _, n := range s.requests {
+			if n > 0 && s.check(m, n) != nil {
+				left = false
+			}
+		}
+		if left {
 			return true
 		}
 	}
 	return false
 }
 
-// nodeHasCards requeues a pod when a node that carries cards is added or
-// its labels or allocatable change (a new model, a relabel, a MIG re-slice);
-// a node without cards cannot give a card pod room.
+// nodeHasCards requeues a pod when a node that carries cards, with a model
+// or without, is added or its labels or allocatable change (a new model, a
+// relabel, a MIG re-slice, more cards); a node without cards cannot give a
+// card pod room.
 func nodeHasCards(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
 	node, ok := newObj.(*corev1.Node)
 	if !ok {
 		return fwk.Queue, fmt.Errorf("want *v1.Node, got %T", newObj)
 	}
-	if d := cardmodel.Detect(node); len(d.Cards) == 0 {
+	if d := cardmodel.Detect(node); len(d.Cards) == 0 && len(d.Unlabelled) == 0 {
 		logger.V(5).Info("Node without cards changed: skip", "pod", klog.KObj(pod), "node", klog.KObj(node))
 		return fwk.QueueSkip, nil
 	}

@@ -36,6 +36,7 @@ func hints(t *testing.T, p *Plugin) map[fwk.EventResource]fwk.QueueingHintFn {
 func TestHints(t *testing.T) {
 	st := state.New(state.DefaultSettings())
 	st.OnQueue(builder.MakeQueue("roomy").Card(rtx, 0, 4).Obj())
+	st.OnQueue(builder.MakeQueue("spent").Card(rtx, 0, 0).Obj())
 	p := &Plugin{state: st}
 	h := hints(t, p)
 	cardPod := func(name, queue string) *corev1.Pod {
@@ -58,19 +59,28 @@ func TestHints(t *testing.T) {
 		want           fwk.QueueingHint
 	}{
 		{"a card pod of its queue deleted", fwk.AssignedPod, cardPod("gone", "a"), nil, fwk.Queue},
-		{"a card pod of another queue deleted", fwk.AssignedPod, cardPod("gone", "b"), nil, fwk.QueueSkip},
 		{"a card pod of another queue deleted, its queue with quota left: it waits for node room", fwk.AssignedPod, cardPod("gone", "b"), nil, fwk.Queue},
+		{"a card pod of another queue deleted, a pod naming no model: it may wait for room on a node without one", fwk.AssignedPod, cardPod("gone", "b"), nil, fwk.Queue},
+		{"a card pod of another queue deleted, its queue without quota for the model it names", fwk.AssignedPod, cardPod("gone", "b"), nil, fwk.QueueSkip},
 		{"a pod without cards deleted", fwk.AssignedPod, cpuPod, nil, fwk.QueueSkip},
 		{"its queue's card quota changed", eventhandler.QueueResource, queue("a", 1, ""), queue("a", 2, ""), fwk.Queue},
 		{"its queue's status written", eventhandler.QueueResource, queue("a", 1, "NVIDIA-H200=1/3"), queue("a", 1, "NVIDIA-H200=2/3"), fwk.QueueSkip},
 		{"a node with cards added", fwk.Node, nil, builder.MakeNode("n").GPU(rtx, 4).Obj(), fwk.Queue},
 		{"a node without cards added", fwk.Node, nil, builder.MakeNode("n").Obj(), fwk.QueueSkip},
+		{"a node whose cards have no model added", fwk.Node, nil, builder.MakeNode("n").Res(builder.GPUResource, "4").Obj(), fwk.Queue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			waiting := cardPod("waiting", "a")
-			if strings.Contains(tc.name, "quota left") {
+			switch {
+			case strings.Contains(tc.name, "quota left"):
 				waiting = cardPod("waiting", "roomy")
+				waiting.Annotations = map[string]string{v1alpha1.CardNameAnnotation: rtx}
+			case strings.Contains(tc.name, "naming no model"):
+				waiting = cardPod("waiting", "spent")
+			case strings.Contains(tc.name, "without quota for the model"):
+				waiting = cardPod("waiting-named", "spent")
+				waiting.Annotations = map[string]string{v1alpha1.CardNameAnnotation: rtx}
 			}
 			got, err := h[tc.res](klog.Background(), waiting, tc.oldObj, tc.newObj)
 			if err != nil || got != tc.want {

@@ -117,19 +117,10 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 			}
 		}
 	}
-	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, requests: requests, names: names, cards: p.state.Cards(c.Queue), waits: &atomic.Bool{}}
+	s := p.newStateData(c)
 	simulating := state.Simulating(cs)
-	if simulating {
-		s.waits = nil // a preemption plan's refusals wait for nothing
-	}
-	if c.Displaced != nil {
-		// The min member this pod pushes out to elastic leaves the
-		// non-preemptible use as the pod enters it.
-		for m, n := range c.Displaced.Cards {
-			u := s.cards[m]
-			u.NonPreemptible -= n
-			s.cards[m] = u
-		}
+	if !simulating {
+		s.waits = &atomic.Bool{} // a preemption plan's refusals wait for nothing
 	}
 	s.everyNode = !simulating && p.passesEveryNode(s, len(nodes))
 	cs.Write(stateKey, s)
@@ -150,6 +141,22 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	}
 	p.state.WaitForRoom(pod, c.Queue, true)
 	return nil, fwk.NewStatus(fwk.Unschedulable, strings.Join(reasons, "; "))
+}
+
+// newStateData is a candidate's card numbers as its queue's quota and use
+// stand now.
+func (p *Plugin) newStateData(c state.Candidate) *stateData {
+	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, requests: c.CardRequests, names: c.CardNames, cards: p.state.Cards(c.Queue)}
+	if c.Displaced != nil {
+		// The min member this pod pushes out to elastic leaves the
+		// non-preemptible use as the pod enters it.
+		for m, n := range c.Displaced.Cards {
+			u := s.cards[m]
+			u.NonPreemptible -= n
+			s.cards[m] = u
+		}
+	}
+	return s
 }
 
 // check is the quota decision for n cards of model on this cycle's
@@ -219,19 +226,25 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 }
 
 // room refuses a node that has some of a card resource the pod requests
-// but not enough left, with NodeResourcesFit's reason. A node without the
-// resource at all is left to NodeResourcesFit, which may find it served
-// another way (dynamic resource allocation). A pod already bound (in-place
-// resize) is left to it too.
+// but not enough left, with NodeResourcesFit's reason and code: a node that
+// has fewer in all than the pod asks for is no use even to preemption. A
+// node without the resource at all is left to NodeResourcesFit, which may
+// find it served another way (dynamic resource allocation); so is a pod
+// already bound (in-place resize), and a request of 0.
 func (p *Plugin) room(s *stateData, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	if !p.roomFirst || pod != nil && pod.Spec.NodeName != "" {
 		return nil
 	}
 	allocatable, requested := nodeInfo.GetAllocatable().GetScalarResources(), nodeInfo.GetRequested().GetScalarResources()
 	for r, n := range s.requests {
-		if a := allocatable[r]; a > 0 && n > a-requested[r] {
-			return fwk.NewStatus(fwk.Unschedulable, "Insufficient "+string(r))
+		a := allocatable[r]
+		if n <= 0 || a <= 0 || n <= a-requested[r] {
+			continue
 		}
+		if n > a {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "Insufficient "+string(r))
+		}
+		return fwk.NewStatus(fwk.Unschedulable, "Insufficient "+string(r))
 	}
 	return nil
 }

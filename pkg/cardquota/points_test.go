@@ -106,6 +106,8 @@ func TestFilterRoom(t *testing.T) {
 	full := framework.NewNodeInfo(used)
 	full.SetNode(builder.MakeNode("n-4090").GPU(rtx, 4).Obj())
 	cpuOnly := nodeInfo(builder.MakeNode("n-cpu").Obj())
+	overcommitted := framework.NewNodeInfo(used)
+	overcommitted.SetNode(builder.MakeNode("n-4090").GPU(rtx, 2).Obj())
 	tests := []struct {
 		name      string
 		state     stateData
@@ -113,10 +115,13 @@ func TestFilterRoom(t *testing.T) {
 		bound     bool
 		fitIgnore bool
 		want      string
+		code      fwk.Code
 	}{
 		{name: "room for one more", state: stateData{queue: "a", requests: gpus(1), cards: room}, node: full},
-		{name: "too few left", state: stateData{queue: "a", requests: gpus(2), cards: room}, node: full, want: "Insufficient nvidia.com/gpu"},
-		{name: "too few left, every model passing", state: stateData{queue: "a", requests: gpus(2), cards: room, everyNode: true}, node: full, want: "Insufficient nvidia.com/gpu"},
+		{name: "too few left", state: stateData{queue: "a", requests: gpus(2), cards: room}, node: full, want: "Insufficient nvidia.com/gpu", code: fwk.Unschedulable},
+		{name: "too few left, every model passing", state: stateData{queue: "a", requests: gpus(2), cards: room, everyNode: true}, node: full, want: "Insufficient nvidia.com/gpu", code: fwk.Unschedulable},
+		{name: "more than the node has in all: no preemption helps", state: stateData{queue: "a", requests: gpus(5), cards: room}, node: full, want: "Insufficient nvidia.com/gpu", code: fwk.UnschedulableAndUnresolvable},
+		{name: "a request of 0 on a node over-committed (a card gone unhealthy)", state: stateData{queue: "a", requests: gpus(0), cards: room}, node: overcommitted},
 		{name: "node without the resource: NodeResourcesFit's to say", state: stateData{queue: "a", requests: gpus(2), cards: room, everyNode: true}, node: cpuOnly},
 		{name: "bound pod resized in place", state: stateData{queue: "a", requests: gpus(2), cards: room}, node: full, bound: true},
 		{name: "NodeResourcesFit ignores resources", state: stateData{queue: "a", requests: gpus(2), cards: room}, node: full, fitIgnore: true},
@@ -139,8 +144,8 @@ func TestFilterRoom(t *testing.T) {
 				}
 				return
 			}
-			if st.Code() != fwk.Unschedulable || st.Message() != tt.want {
-				t.Fatalf("got %v %q, want Unschedulable %q (preemption may make room)", st.Code(), st.Message(), tt.want)
+			if st.Code() != tt.code || st.Message() != tt.want {
+				t.Fatalf("got %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.want)
 			}
 		})
 	}

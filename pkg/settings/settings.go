@@ -141,7 +141,7 @@ func FromConfiguration(cfg *schedconfig.KubeSchedulerConfiguration) (Config, err
 	out.State.PreemptibleBelowPriority = preemption.PreemptibleBelowPriority
 	out.State.CardUnlimitedCPUMemory = cards.CardUnlimitedCPUMemory
 	out.State.GangBackoff = time.Duration(gang.PodGroupBackoffSeconds) * time.Second
-	out.State.CardRoomFirst = fitChecksEveryResource(p, args[fitPlugin])
+	out.State.CardRoomFirst = fitChecksEveryResource(cfg, p, args[fitPlugin])
 	return out, nil
 }
 
@@ -149,9 +149,17 @@ func FromConfiguration(cfg *schedconfig.KubeSchedulerConfiguration) (Config, err
 const fitPlugin = "NodeResourcesFit"
 
 // fitChecksEveryResource tells whether the profile's NodeResourcesFit is
-// left enabled and ignores no extended resource, so that it refuses every
-// node that lacks room for a pod's cards.
-func fitChecksEveryResource(p *schedconfig.KubeSchedulerProfile, args runtime.Object) bool {
+// left enabled and ignores no extended resource, neither in its args nor
+// for an extender that manages it, so that it refuses every node that
+// lacks room for a pod's cards.
+func fitChecksEveryResource(cfg *schedconfig.KubeSchedulerConfiguration, p *schedconfig.KubeSchedulerProfile, args runtime.Object) bool {
+	for _, e := range cfg.Extenders {
+		for _, r := range e.ManagedResources {
+			if r.IgnoredByScheduler {
+				return false
+			}
+		}
+	}
 	if p.Plugins != nil {
 		for _, set := range []schedconfig.PluginSet{p.Plugins.MultiPoint, p.Plugins.Filter} {
 			for _, pl := range set.Disabled {

@@ -58,7 +58,7 @@ func TestFromFlags(t *testing.T) {
 		enabled bool
 		wantErr string
 	}{
-		{name: "defaults", config: header + "profiles:\n" + cardinalProfile, want: defaults, enabled: true},
+		{name: "defaults", config: header + "profiles:\n" + cardinalProfile, want: withCardRoom(defaults), enabled: true},
 		{name: "every shared setting, the preemption plugin not even enabled", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
   - name: CardinalQueue
     args: {defaultQueue: batch}
@@ -72,18 +72,26 @@ func TestFromFlags(t *testing.T) {
 		{name: "NodeResourcesFit ignoring a resource: the card Filter leaves room to it", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
   - name: NodeResourcesFit
     args: {ignoredResources: [example.com/foo]}
-`, want: withoutCardRoom(defaults), enabled: true},
+`, want: defaults, enabled: true},
 		{name: "NodeResourcesFit ignoring a resource group", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
   - name: NodeResourcesFit
     args: {ignoredResourceGroups: [example.com]}
-`, want: withoutCardRoom(defaults), enabled: true},
+`, want: defaults, enabled: true},
 		{name: "NodeResourcesFit disabled", config: header + "profiles:\n" + cardinalProfile + `      disabled:
       - name: NodeResourcesFit
-`, want: withoutCardRoom(defaults), enabled: true},
+`, want: defaults, enabled: true},
+		{name: "an extender's resource the scheduler ignores", config: header + `extenders:
+- urlPrefix: http://127.0.0.1:8888
+  filterVerb: filter
+  managedResources:
+  - name: example.com/shared-gpu
+    ignoredByScheduler: true
+profiles:
+` + cardinalProfile, want: defaults, enabled: true},
 		{name: "every filter disabled", config: header + "profiles:\n" + cardinalProfile + `    filter:
       disabled:
       - name: '*'
-`, want: withoutCardRoom(defaults), enabled: true},
+`, want: defaults, enabled: true},
 		{name: "no Cardinal profile", config: header + "profiles:\n- schedulerName: default-scheduler\n", want: defaults},
 		{name: "a bad value names its field", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
   - name: CardinalGang
@@ -114,8 +122,8 @@ func TestFromFlags(t *testing.T) {
 	}
 }
 
-func withoutCardRoom(s state.Settings) state.Settings {
-	s.CardRoomFirst = false
+func withCardRoom(s state.Settings) state.Settings {
+	s.CardRoomFirst = true
 	return s
 }
 

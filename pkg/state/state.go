@@ -65,7 +65,8 @@ type Settings struct {
 	// CardRoomFirst lets the card Filter refuse a node without room for a
 	// pod's cards itself, so that NodeResourcesFit's slower Filter is not
 	// run on it: only while NodeResourcesFit would refuse the same node
-	// (it is enabled and ignores no resource).
+	// (it is enabled and ignores no resource). pkg/settings sets it from
+	// the configuration.
 	CardRoomFirst bool
 	// ReadOnly makes a state that only looks: a tool's copy rebuilt from
 	// the API (kubectl cardinal) writes nothing to the cluster and acts on
@@ -80,7 +81,6 @@ func DefaultSettings() Settings {
 		DefaultQueue:             v1alpha1.DefaultQueueName,
 		PreemptibleBelowPriority: configv1.DefaultPreemptibleBelowPriority,
 		GangBackoff:              time.Duration(configv1.DefaultPodGroupBackoffSeconds) * time.Second,
-		CardRoomFirst:            true,
 	}
 }
 
