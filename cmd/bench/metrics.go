@@ -81,7 +81,8 @@ func (m *metricSet) pluginP99() map[string]float64 {
 }
 
 // requestCounts reads kube-apiserver's apiserver_request_total, summed by
-// verb, resource, subresource and code and keyed "verb resource/sub code".
+// verb, resource, subresource and code and keyed "verb resource/sub code",
+// and the total latency of each, keyed "verb resource/sub seconds".
 func requestCounts(r io.Reader) (map[string]float64, error) {
 	f, err := testutil.TextToMetricFamilies(r)
 	if err != nil {
@@ -89,26 +90,28 @@ func requestCounts(r io.Reader) (map[string]float64, error) {
 	}
 	out := map[string]float64{}
 	for _, metric := range f["apiserver_request_total"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range metric.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		key := labels["verb"] + " " + labels["resource"]
-		if labels["subresource"] != "" {
-			key += "/" + labels["subresource"]
-		}
-		out[key+" "+labels["code"]] += metric.GetCounter().GetValue()
+		out[requestKey(metric)+" "+label(metric, "code")] += metric.GetCounter().GetValue()
 	}
 	for _, metric := range f["apiserver_request_duration_seconds"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range metric.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		key := labels["verb"] + " " + labels["resource"]
-		if labels["subresource"] != "" {
-			key += "/" + labels["subresource"]
-		}
-		out[key+" seconds"] += metric.GetHistogram().GetSampleSum()
+		out[requestKey(metric)+" seconds"] += metric.GetHistogram().GetSampleSum()
 	}
 	return out, nil
+}
+
+// requestKey is a request metric's "verb resource/subresource".
+func requestKey(m *dto.Metric) string {
+	key := label(m, "verb") + " " + label(m, "resource")
+	if sub := label(m, "subresource"); sub != "" {
+		key += "/" + sub
+	}
+	return key
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }

@@ -192,11 +192,7 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 	res.AttemptP50, res.AttemptP99, res.PluginP99 = metrics.attempt(0.5), metrics.attempt(0.99), metrics.pluginP99()
 	if requests {
 		for _, m := range metrics.families["scheduler_schedule_attempts_total"].GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" {
-					fmt.Printf("    %6.0f scheduling attempts %s\n", m.GetCounter().GetValue(), l.GetValue())
-				}
-			}
+			fmt.Printf("    %6.0f scheduling attempts %s\n", m.GetCounter().GetValue(), label(m, "result"))
 		}
 	}
 	return res, nil
