@@ -93,3 +93,38 @@ func TestBindSlots(t *testing.T) {
 		t.Errorf("%d slots held after a failed bind and a refused member, want %d", len(f.p.binds), want)
 	}
 }
+
+// TestSlotWaitersOfAFailedAttemptNoLongerCount: a gang that fails without
+// backoff (a member deleted) while members wait for bind slots does not
+// count them as placed for its next attempt, and they are refused before
+// they bind, so a replacement cannot complete the min with them.
+func TestSlotWaitersOfAFailedAttemptNoLongerCount(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	n := bindSlots + 2
+	pods, states := f.placedGang("big", n)
+	for i, pod := range pods[:bindSlots] {
+		if s := f.p.PreBind(ctx, states[i], pod, "node"); !s.IsSuccess() {
+			t.Fatalf("PreBind of gang pod %d: %v", i, s)
+		}
+	}
+	waiter := pods[bindSlots]
+	done := make(chan *fwk.Status)
+	go func() { done <- f.p.PreBind(ctx, states[bindSlots], waiter, "node") }()
+
+	f.st.OnPodGone(pods[n-1]) // below min: the attempt ends, no backoff
+	f.flush()
+	replacement := builder.MakePod("ns", "big-new").Label(PodGroupLabel, "big").Obj()
+	replacement.UID = "big-new"
+	replacement.CreationTimestamp = pods[0].CreationTimestamp
+	f.st.OnPod(replacement)
+	f.flush()
+	if code, _ := f.schedule(replacement); code != fwk.Wait {
+		t.Fatalf("Permit of the replacement: %v; want Wait: the members of the failed attempt must not count toward min", code)
+	}
+
+	f.p.Unreserve(ctx, states[0], pods[0], "node") // a slot frees
+	if s := <-done; s.IsSuccess() {
+		t.Fatalf("a member of the failed attempt bound after waiting for a slot")
+	}
+}

@@ -76,6 +76,7 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 		return Start{}, fwk.NewStatus(fwk.Unschedulable, reason)
 	}
 	e.tryAttempt = g.attempt
+	e.allowed.Store(false)
 	if !start.Elastic && g.reserved == 0 {
 		start.Missing = g.min() - len(g.placed)
 		for _, m := range g.members {
@@ -212,7 +213,7 @@ func (s *State) Permit(pod *corev1.Pod) (wait bool, allow []types.UID, msg strin
 	if g.needsMin() {
 		return true, nil, fmt.Sprintf("gang %s has %d of its min %d placed", k, len(g.placed), g.min())
 	}
-	return false, reservedLocked(g), ""
+	return false, allowReservedLocked(g), ""
 }
 
 func reservedLocked(g *gangEntry) []types.UID {
@@ -223,6 +224,17 @@ func reservedLocked(g *gangEntry) []types.UID {
 		}
 	}
 	return out
+}
+
+// allowReservedLocked marks a gang's reserved members as let through
+// Permit and returns them, to be allowed. Under the read lock is enough.
+func allowReservedLocked(g *gangEntry) []types.UID {
+	for _, e := range g.placed {
+		if !e.bound {
+			e.allowed.Store(true)
+		}
+	}
+	return reservedLocked(g)
 }
 
 // FailGang records that a gang cannot place its min now (a min member fits
@@ -243,6 +255,19 @@ func (s *State) failLocked(g *gangEntry, reason string, backoff bool) {
 	g.attempt++
 	waiting := reservedLocked(g)
 	s.rejectLocked(waiting, fmt.Sprintf("gang %s gives back its reservations: %s", g.key, reason))
+	// Members already let through Permit, waiting for a bind slot, no
+	// longer count as placed: the gang's next attempt starts from what is
+	// bound, and they are refused before they bind (StillPlaced). One that
+	// binds all the same is placed again when the API shows it bound.
+	var passed []*podEntry
+	for _, e := range g.placed {
+		if !e.bound && e.allowed.Load() {
+			passed = append(passed, e)
+		}
+	}
+	for _, e := range passed {
+		s.unplaceLocked(e)
+	}
 	if backoff {
 		d := s.settings.GangBackoff
 		if until := s.clock.Now().Add(d); until.After(g.backoffUntil) {

@@ -276,7 +276,7 @@ func (s *State) OnPodGroup(pg *schedv1alpha1.PodGroup) {
 		s.setRolesLocked(g)
 		if g.reserved > 0 && !g.needsMin() {
 			// A lowered min is met: the members waiting at Permit bind now.
-			s.allowLocked(reservedLocked(g))
+			s.allowLocked(allowReservedLocked(g))
 		} else if g.reserved > 0 && len(g.members) < g.min() {
 			s.failLocked(g, fmt.Sprintf("its minMember was raised to %d and it has %d pods", g.min(), len(g.members)), false)
 		}

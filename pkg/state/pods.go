@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,6 +52,9 @@ type podEntry struct {
 	elastic bool
 	// tryAttempt is the attempt of its gang that its last PreFilter joined.
 	tryAttempt uint64
+	// allowed: the pod, reserved, was let through Permit, and is on its
+	// way to bind (set under the read lock, hence atomic).
+	allowed atomic.Bool
 	// owner are the labels of its top-level owner when its facts were derived.
 	owner map[string]string
 }
@@ -260,6 +264,7 @@ func (s *State) unplaceLocked(e *podEntry) {
 		s.removePlacedLocked(g, e)
 	}
 	e.node, e.bound, e.cards, e.elastic = "", false, nil, false
+	e.allowed.Store(false)
 	s.chargeLocked(e, 1)
 	s.roomFreedLocked(e.Queue)
 	if g != nil {
