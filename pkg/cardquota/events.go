@@ -22,7 +22,7 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.cardsFreed},
 		{Event: fwk.ClusterEvent{Resource: eventhandler.QueueResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: requeue.OwnQueueChanged(p.state.QueueOf)},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}, QueueingHintFn: nodeHasCards},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}, QueueingHintFn: p.nodeHasCards},
 		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged},
 	}, nil
 }
@@ -47,6 +47,10 @@ func (p *Plugin) cardsFreed(logger klog.Logger, pod *corev1.Pod, oldObj, newObj 
 		return fwk.QueueSkip, nil
 	}
 	if q1, q2 := p.state.QueueOf(pod), p.state.QueueOf(other); q1 != q2 && !p.quotaLeft(pod) {
+		// What it waits for now is its queue's quota: the state wakes it
+		// when that comes back (pkg/state waits.go), even by no event
+		// registered here (a sibling moved to elastic, say).
+		p.state.WaitForRoom(pod, q1, true)
 		logger.V(5).Info("Pod of another queue freed cards, and the pod's queue has no quota left for it: skip", "pod", klog.KObj(pod), "freed", klog.KObj(other))
 		return fwk.QueueSkip, nil
 	}
@@ -78,17 +82,22 @@ func (p *Plugin) quotaLeft(pod *corev1.Pod) bool {
 }
 
 // nodeHasCards requeues a pod when a node that carries cards, with a model
-// or without, is added or its labels or allocatable change (a new model, a
-// relabel, a MIG re-slice, more cards); a node without cards cannot give a
-// card pod room.
-func nodeHasCards(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+// or without, or any resource the pod requests as cards, is added or its
+// labels or allocatable change (a new model, a relabel, a MIG re-slice,
+// more cards); a node without them cannot give the pod room.
+func (p *Plugin) nodeHasCards(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
 	node, ok := newObj.(*corev1.Node)
 	if !ok {
 		return fwk.Queue, fmt.Errorf("want *v1.Node, got %T", newObj)
 	}
-	if d := cardmodel.Detect(node); len(d.Cards) == 0 && len(d.Unlabelled) == 0 {
-		logger.V(5).Info("Node without cards changed: skip", "pod", klog.KObj(pod), "node", klog.KObj(node))
-		return fwk.QueueSkip, nil
+	if d := cardmodel.Detect(node); len(d.Cards) > 0 || len(d.Unlabelled) > 0 {
+		return fwk.Queue, nil
 	}
-	return fwk.Queue, nil
+	for r := range cardmodel.CardRequests(pod, p.state.IsCardResource) {
+		if q, ok := node.Status.Allocatable[r]; ok && !q.IsZero() {
+			return fwk.Queue, nil
+		}
+	}
+	logger.V(5).Info("Node without cards changed: skip", "pod", klog.KObj(pod), "node", klog.KObj(node))
+	return fwk.QueueSkip, nil
 }
