@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"strings"
@@ -191,4 +193,29 @@ func TestMixedAlternativesRefused(t *testing.T) {
 	waitPodEvent(t, ns, "bad", "annotation cardinal.dev/card-name is invalid")
 	waitBound(t, ns, "volcano")
 	neverBound(t, ns, "mixed", "bad")
+}
+
+// TestCardRoomFreedByAnotherQueue: a pod refused because the only node of
+// its model has no card left, though its queue has quota, must not bind
+// while the card is held, and binds once a pod of another queue gives the
+// card back, woken by that pod going rather than by the scheduler's
+// periodic retry of unschedulable pods (SPEC §4.2, §3.1).
+func TestCardRoomFreedByAnotherQueue(t *testing.T) {
+	createQueue(t, builder.MakeQueue("room-a").Card(rtx, 1, 1).Obj())
+	createQueue(t, builder.MakeQueue("room-b").Card(rtx, 1, 1).Obj())
+	nsA := createNamespaceInQueue(t, "card-room-a", "room-a")
+	nsB := createNamespaceInQueue(t, "card-room-b", "room-b")
+	createNodes(t, builder.MakeNode("room-4090").GPU(rtx, 1).Obj())
+	startScheduler(t)
+
+	createPods(t, cardPods(nsB, "holder", rtx, 1)...)
+	waitBound(t, nsB, "holder-0")
+	createPods(t, cardPods(nsA, "waiter", rtx, 1)...)
+	waitPodEvent(t, nsA, "waiter-0", "Insufficient nvidia.com/gpu")
+	neverBound(t, nsA, "waiter-0")
+
+	deletePod(t, nsB, "holder-0")
+	if got := waitBoundTimeout(t, time.Minute, nsA, "waiter-0")["waiter-0"]; got != "room-4090" {
+		t.Errorf("waiter-0 bound to %q, want room-4090", got)
+	}
 }
