@@ -319,58 +319,6 @@ func parallel(jobs []func() error) error {
 	return nil
 }
 
-// bindLog records when each pod was first seen bound, and its gang.
-type bindLog struct {
-	mu     sync.Mutex
-	at     map[string]time.Time
-	gangOf map[string]string
-}
-
-func newBindLog() *bindLog { return &bindLog{at: map[string]time.Time{}, gangOf: map[string]string{}} }
-
-func (b *bindLog) observe(p *corev1.Pod) {
-	if p.Spec.NodeName == "" || fillerOf(p) {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, seen := b.at[p.Name]; !seen {
-		b.at[p.Name] = time.Now()
-		b.gangOf[p.Name] = p.Labels[schedv1alpha1.PodGroupLabel]
-	}
-}
-
-func (b *bindLog) count() (int, time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var last time.Time
-	for _, t := range b.at {
-		if t.After(last) {
-			last = t
-		}
-	}
-	return len(b.at), last
-}
-
-// rate is bound pods and pods per second from when the scheduler was ready
-// to the last bind. (Timing from the first bind seen instead was fooled when
-// the harness's own watch restarted and saw a burst of binds at once.)
-func (b *bindLog) rate(ready time.Time) (int, float64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var last time.Time
-	for _, t := range b.at {
-		if t.After(last) {
-			last = t
-		}
-	}
-	d := last.Sub(ready).Seconds()
-	if len(b.at) == 0 || d <= 0 {
-		return len(b.at), 0
-	}
-	return len(b.at), float64(len(b.at)) / d
-}
-
 // waitReady waits until the scheduler's /readyz answers ok: its informers
 // have synced and its event handlers have seen every object.
 func waitReady(ctx context.Context, sched *controlplane.Scheduler) (time.Time, error) {
@@ -385,24 +333,6 @@ func waitReady(ctx context.Context, sched *controlplane.Scheduler) (time.Time, e
 		return time.Time{}, fmt.Errorf("scheduler not ready: %w (log %s)", err, sched.LogPath)
 	}
 	return time.Now(), nil
-}
-
-func (b *bindLog) partialGangs(min int) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	bound := map[string]int{}
-	for _, g := range b.gangOf {
-		if g != "" {
-			bound[g]++
-		}
-	}
-	partial := 0
-	for _, n := range bound {
-		if n < min {
-			partial++
-		}
-	}
-	return partial
 }
 
 // apiserverRequests counts the requests kube-apiserver has served so far.
