@@ -514,25 +514,28 @@ func TestStaleNominationClearedAgain(t *testing.T) {
 	}
 	s.Flush(&fakeFramework{})
 
-	late := g[1].DeepCopy()
-	late.Status.NominatedNodeName = "m"
-	s.OnPod(late)
-	fw := &nominatingFramework{client: fake.NewClientset(late)}
-	s.Flush(fw)
-	if !cmp.Equal(fw.cleared, []string{"g-1"}) {
-		t.Errorf("a late nomination of g-1 on m: cleared %v, want g-1", fw.cleared)
+	if cleared := nominateLate(s, g[1], "m"); !cmp.Equal(cleared, []string{"g-1"}) {
+		t.Errorf("a late nomination of g-1 on m: cleared %v, want g-1", cleared)
 	}
 
-	late.Status.NominatedNodeName = "n" // where its room now is
 	s.Unreserve(g[0])
 	pre, _, _ = s.PreemptorOf(g[1])
 	s.Preempted(pre, nil, map[*corev1.Pod]string{g[1]: "n", g[0]: "m"})
-	s.OnPod(late)
-	fw = &nominatingFramework{client: fake.NewClientset(late)}
-	s.Flush(fw)
-	if len(fw.cleared) != 0 {
-		t.Errorf("a nomination with room kept for it was cleared: %v", fw.cleared)
+	if cleared := nominateLate(s, g[1], "n"); len(cleared) != 0 { // where its room now is
+		t.Errorf("a nomination with room kept for it was cleared: %v", cleared)
 	}
+}
+
+// nominateLate delivers pod nominated on node, as an update of kube-scheduler's
+// nomination would arrive, and returns the pods whose nomination the state
+// then clears.
+func nominateLate(s *State, pod *corev1.Pod, node string) []string {
+	late := pod.DeepCopy()
+	late.Status.NominatedNodeName = node
+	s.OnPod(late)
+	fw := &nominatingFramework{client: fake.NewClientset(late)}
+	s.Flush(fw)
+	return fw.cleared
 }
 
 // TestPlacedMemberNominationKept: a member whose nomination was cleared
@@ -550,12 +553,7 @@ func TestPlacedMemberNominationKept(t *testing.T) {
 		t.Fatal(st)
 	}
 	s.Flush(&fakeFramework{})
-	waiting := g[1].DeepCopy()
-	waiting.Status.NominatedNodeName = "n"
-	s.OnPod(waiting)
-	fw := &nominatingFramework{client: fake.NewClientset(waiting)}
-	s.Flush(fw)
-	if len(fw.cleared) != 0 {
-		t.Errorf("the nomination of a member placed on n was cleared: %v", fw.cleared)
+	if cleared := nominateLate(s, g[1], "n"); len(cleared) != 0 {
+		t.Errorf("the nomination of a member placed on n was cleared: %v", cleared)
 	}
 }
