@@ -93,18 +93,37 @@ func wholeLowPriorityGangGoes(t *testing.T, i int, configPath string) {
 
 	podGroupWith(t, ns, "high", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible})
 	createPods(t, prioritized(highPriority, gangPods(ns, "high", 2, 1)...)...)
+	// The victims are deleted one API call each, so a list may catch low
+	// between 4 and 0 for a moment; what must not happen is low staying
+	// there.
+	var partSince time.Time
 	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
 		got := boundPerGang(t, ns)
-		if low := got["low"]; low != 0 && low != 4 {
-			return false, fmt.Errorf("gang low is partly running: %d of 4", low)
+		switch low := got["low"]; {
+		case low == 0 || low == 4:
+			partSince = time.Time{}
+		case partSince.IsZero():
+			partSince = time.Now()
+		case time.Since(partSince) > evictionsLanding:
+			return false, fmt.Errorf("gang low stayed partly running, %d of 4, for %s", low, evictionsLanding)
 		}
 		return got["high"] == 2 && got["low"] == 0, nil
 	})
 	if err != nil {
 		t.Fatalf("high did not replace low whole: %v (%v)", err, boundPerGang(t, ns))
 	}
+	// One decision took the whole gang, not a few pods at a time.
+	waitEvent(t, ns, "Preempted event on PodGroup low for all 4 of its pods", func(e eventsv1.Event) bool {
+		return e.Regarding.Kind == "PodGroup" && e.Regarding.Name == "low" && e.Reason == "Preempted" &&
+			strings.HasPrefix(e.Note, "4 of its pods evicted")
+	})
 	waitVictimEvent(t, ns, "low-", "Preempted", "this gang has priority 10")
+	holdCountsWithin(t, ns, holdWindow, map[string][2]int{"low": {0, 0}, "high": {2, 2}})
 }
+
+// evictionsLanding bounds how long the deletions of one preemption's
+// victims may take to land, one API call each, on a loaded machine.
+const evictionsLanding = 10 * time.Second
 
 // TestElasticPodsBeforeWholeGangs: two low-priority gangs (min 2 of 4),
 // one per node; a higher-priority gang of 4 one-card pods could take one
