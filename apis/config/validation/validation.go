@@ -4,6 +4,10 @@
 package validation
 
 import (
+	"fmt"
+	"math"
+	"time"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -13,16 +17,27 @@ import (
 // maxUserPriority is the highest priority a user PriorityClass may have.
 const maxUserPriority = 1_000_000_000
 
+// maxSeconds is the longest wait in seconds that a duration holds.
+const maxSeconds = int64(math.MaxInt64 / time.Second)
+
 // ValidateCardinalGangArgs validates the gang plugin's args at path.
 func ValidateCardinalGangArgs(path *field.Path, args *config.CardinalGangArgs) error {
 	var errs field.ErrorList
-	if args.PermitWaitingTimeSeconds <= 0 {
+	switch {
+	case args.PermitWaitingTimeSeconds <= 0:
 		errs = append(errs, field.Invalid(path.Child("permitWaitingTimeSeconds"), args.PermitWaitingTimeSeconds,
 			"must be greater than 0: a gang needs time at Permit for the rest of its min to be placed"))
+	case args.PermitWaitingTimeSeconds > maxSeconds:
+		errs = append(errs, field.Invalid(path.Child("permitWaitingTimeSeconds"), args.PermitWaitingTimeSeconds,
+			fmt.Sprintf("must be at most %d, the longest wait a duration holds", maxSeconds)))
 	}
-	if args.PodGroupBackoffSeconds < 0 {
+	switch {
+	case args.PodGroupBackoffSeconds < 0:
 		errs = append(errs, field.Invalid(path.Child("podGroupBackoffSeconds"), args.PodGroupBackoffSeconds,
 			"must not be negative; use 0 for no backoff"))
+	case args.PodGroupBackoffSeconds > maxSeconds:
+		errs = append(errs, field.Invalid(path.Child("podGroupBackoffSeconds"), args.PodGroupBackoffSeconds,
+			fmt.Sprintf("must be at most %d, the longest wait a duration holds", maxSeconds)))
 	}
 	return errs.ToAggregate()
 }
