@@ -12,21 +12,22 @@ package controllers
 
 import (
 	"context"
-	"os"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	// kube-scheduler's leader elector reports through it whether this
+	// process leads.
+	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -54,7 +55,7 @@ func Start(ctx context.Context, st *state.State, le componentbaseconfig.LeaderEl
 			return
 		}
 		if le.LeaderElect {
-			if err := waitLeading(ctx, st.KubeConfig(), le); err != nil {
+			if err := waitLeading(ctx); err != nil {
 				return
 			}
 			logger.Info("This process leads the scheduler: starting Cardinal's status writers", "lease", le.ResourceNamespace+"/"+le.ResourceName)
@@ -69,27 +70,42 @@ func Start(ctx context.Context, st *state.State, le componentbaseconfig.LeaderEl
 	}()
 }
 
-// waitLeading waits until the scheduler's lease is held by this process.
-// kube-scheduler names its holder <hostname>_<random>, and cannot tell us
-// the random part; replicas run on hosts of their own, so the host name
-// tells which one leads.
-func waitLeading(ctx context.Context, cfg *rest.Config, le componentbaseconfig.LeaderElectionConfiguration) error {
-	host, err := os.Hostname()
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		lease, err := client.CoordinationV1().Leases(le.ResourceNamespace).Get(ctx, le.ResourceName, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		holder := lease.Spec.HolderIdentity
-		return holder != nil && strings.HasPrefix(*holder, host+"_"), nil
+// waitLeading waits until this process holds the scheduler's lease.
+// kube-scheduler names its holder <hostname>_<random> and cannot tell us
+// the random part, so the lease alone does not say which of two replicas
+// on one host leads; its leader elector reports in this process's own
+// metrics registry when it does (leader_election_master_status, from
+// component-base's client-go metrics provider, imported for that).
+func waitLeading(ctx context.Context) error {
+	return wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
+		return leadsHere(legacyregistry.DefaultGatherer), nil
 	})
+}
+
+// schedulerElection is the name kube-scheduler's leader elector reports under.
+const schedulerElection = "kube-scheduler"
+
+// leadsHere reads leader_election_master_status{name="kube-scheduler"}
+// from g: whether this process leads. A replica that never led has no
+// such series.
+func leadsHere(g metrics.Gatherer) bool {
+	families, err := g.Gather()
+	if err != nil {
+		return false
+	}
+	for _, f := range families {
+		if f.GetName() != "leader_election_master_status" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" && l.GetValue() == schedulerElection {
+					return m.GetGauge().GetValue() == 1
+				}
+			}
+		}
+	}
+	return false
 }
 
 // inGang selects pods that name a PodGroup.
