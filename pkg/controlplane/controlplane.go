@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -213,6 +214,13 @@ func (cp *ControlPlane) Config() *rest.Config {
 	return cp.configFor(adminToken)
 }
 
+// SchedulerTransport is an http transport to the apiserver as the
+// scheduler's identity: what a proxy in front of the apiserver forwards
+// with, since a kubeconfig gives no credentials to a plain-http server.
+func (cp *ControlPlane) SchedulerTransport() (http.RoundTripper, error) {
+	return rest.TransportFor(cp.SchedulerConfig())
+}
+
 // SchedulerConfig is a client config for the scheduler's identity.
 func (cp *ControlPlane) SchedulerConfig() *rest.Config {
 	return cp.configFor(schedulerToken)
@@ -231,12 +239,22 @@ func (cp *ControlPlane) configFor(token string) *rest.Config {
 // WriteKubeconfig writes a kubeconfig for the administrator (scheduler false)
 // or the scheduler's identity (scheduler true) and returns its path.
 func (cp *ControlPlane) WriteKubeconfig(name string, scheduler bool) (string, error) {
+	return cp.writeKubeconfig(name, scheduler, "")
+}
+
+// writeKubeconfig is WriteKubeconfig reaching the apiserver at server
+// (plain http) instead, unless server is "".
+func (cp *ControlPlane) writeKubeconfig(name string, scheduler bool, server string) (string, error) {
 	token := adminToken
 	if scheduler {
 		token = schedulerToken
 	}
+	cluster := &clientcmdapi.Cluster{Server: cp.URL, CertificateAuthorityData: cp.caData}
+	if server != "" {
+		cluster = &clientcmdapi.Cluster{Server: server}
+	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["cardinal"] = &clientcmdapi.Cluster{Server: cp.URL, CertificateAuthorityData: cp.caData}
+	cfg.Clusters["cardinal"] = cluster
 	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["cardinal"] = &clientcmdapi.Context{Cluster: "cardinal", AuthInfo: "user"}
 	cfg.CurrentContext = "cardinal"

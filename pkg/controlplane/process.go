@@ -60,3 +60,13 @@ func (p *Process) Stop() {
 		<-p.done
 	}
 }
+
+// Kill ends the process at once with SIGKILL, as a crash or an OOM kill
+// would, and waits for it. Kill on nil does nothing.
+func (p *Process) Kill() {
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}

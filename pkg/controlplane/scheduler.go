@@ -32,8 +32,20 @@ func (cp *ControlPlane) StartScheduler(configPath string, extraArgs ...string) (
 // the scheduler's service account or, with admin, as the administrator (for
 // schedulers whose RBAC config/ does not grant, such as the benchmarks' peers).
 func (cp *ControlPlane) StartSchedulerBinary(binary, configPath string, admin bool, extraArgs ...string) (*Scheduler, error) {
+	return cp.startScheduler(binary, configPath, admin, "", extraArgs...)
+}
+
+// StartSchedulerVia runs bin/cardinal-scheduler as StartScheduler does, but
+// reaching kube-apiserver at server (plain http on loopback, e.g. a proxy
+// that injects faults, forwarding with SchedulerTransport) instead of
+// directly.
+func (cp *ControlPlane) StartSchedulerVia(server, configPath string, extraArgs ...string) (*Scheduler, error) {
+	return cp.startScheduler(filepath.Join(cp.BinDir, "cardinal-scheduler"), configPath, false, server, extraArgs...)
+}
+
+func (cp *ControlPlane) startScheduler(binary, configPath string, admin bool, server string, extraArgs ...string) (*Scheduler, error) {
 	n := schedulerSeq.Add(1)
-	kubeconfig, err := cp.WriteKubeconfig(fmt.Sprintf("scheduler-%d.kubeconfig", n), !admin)
+	kubeconfig, err := cp.writeKubeconfig(fmt.Sprintf("scheduler-%d.kubeconfig", n), !admin, server)
 	if err != nil {
 		return nil, err
 	}

@@ -133,15 +133,24 @@ func waitGangNote(t *testing.T, ns, group, reason, want string) {
 // started with /metrics among --authorization-always-allow-paths.
 func scrapeMetrics(t *testing.T, s *controlplane.Scheduler) string {
 	t.Helper()
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Minute} //nolint:gosec // a local scheduler's self-signed certificate
-	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", s.Port))
+	body, err := tryScrape(s)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return body
+}
+
+// tryScrape reads the scheduler's /metrics, or says why it could not.
+func tryScrape(s *controlplane.Scheduler) (string, error) {
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Minute} //nolint:gosec // a local scheduler's self-signed certificate
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", s.Port))
+	if err != nil {
+		return "", err
+	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %v %s", err, resp.Status)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
-	return string(body)
+	return string(body), err
 }

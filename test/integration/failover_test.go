@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"cardinal.dev/cardinal/pkg/controlplane"
+)
+
+// TestLeaderFailoverDuringAssembly: two replicas; the leader holds 3 of a
+// gang's 4 members at Permit, waiting for the fourth, when it is killed
+// with SIGKILL. The standby takes over with nothing of that assembly but
+// what the API shows; the fourth member and a second gang of the same
+// queue arrive, and another node with a card. The queue (capability 4)
+// never goes above 4 cards bound, neither gang is ever partly bound, and
+// one of them runs whole (SPEC §2.1, §3.1).
+func TestLeaderFailoverDuringAssembly(t *testing.T) {
+	ns := gpuQueue(t, "failover", 4, 4, true)
+	createNodes(t, gpuNodes("failover-a", 1, 4)...)
+	config := configWith(t, "  leaderElect: true\n", "  leaderElect: true\n  leaseDuration: 4s\n  renewDeadline: 3s\n  retryPeriod: 1s\n")
+	allow := "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
+	first := startSchedulerWith(t, config, allow)
+	waitMetric(t, first, "cardinal_gangs{", "the first replica to lead")
+	startSchedulerWith(t, config, allow)
+
+	createPodGroup(t, ns, "a", 4)
+	// The fourth member waits behind a scheduling gate: the other three
+	// are placed and wait at Permit for it.
+	a := gangPods(ns, "a", 4, 1)
+	a[3].Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "cardinal.dev/test-hold"}}
+	createPods(t, a...)
+	waitMetric(t, first, `cardinal_gangs{state="assembling"} 1`, "gang a assembling on the leader")
+	if n := boundPerGang(t, ns)["a"]; n != 0 {
+		t.Fatalf("gang a has %d pods bound before its min was placed", n)
+	}
+	first.Kill()
+	ungate(t, ns, a[3].Name)
+
+	createPodGroup(t, ns, "b", 2)
+	createPods(t, gangPods(ns, "b", 2, 1)...)
+	createNodes(t, gpuNodes("failover-b", 1, 1)...)
+
+	check := func() error {
+		got := boundPerGang(t, ns)
+		if a := got["a"]; a != 0 && a != 4 {
+			return fmt.Errorf("gang a partly bound: %d of 4 (%v)", a, got)
+		}
+		if b := got["b"]; b != 0 && b != 2 {
+			return fmt.Errorf("gang b partly bound: %d of 2 (%v)", b, got)
+		}
+		if got["a"]+got["b"] > 4 {
+			return fmt.Errorf("queue failover holds %d cards, capability 4 (%v)", got["a"]+got["b"], got)
+		}
+		return nil
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		if err := check(); err != nil {
+			return false, err
+		}
+		got := boundPerGang(t, ns)
+		return got["a"] == 4 || got["b"] == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("after the failover no gang ran whole: %v (%v)", err, boundPerGang(t, ns))
+	}
+	holdFor(t, holdWindow, check)
+}
+
+// waitMetric waits until a scheduler's /metrics has a line containing want.
+func waitMetric(t *testing.T, s *controlplane.Scheduler, want, what string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		body, err := tryScrape(s)
+		return err == nil && strings.Contains(body, want), nil
+	})
+	if err != nil {
+		body, _ := tryScrape(s)
+		var gangs []string
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, "cardinal_gang") {
+				gangs = append(gangs, l)
+			}
+		}
+		t.Fatalf("waiting for %s: no %q in /metrics:\n%s", what, want, strings.Join(gangs, "\n"))
+	}
+}
+
+// ungate lifts a pod's scheduling gates.
+func ungate(t *testing.T, ns, name string) {
+	t.Helper()
+	p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.SchedulingGates = nil
+	if _, err := env.kube.CoreV1().Pods(ns).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
