@@ -1,0 +1,169 @@
+// Command soak runs Cardinal through seeded random runs with restarts,
+// failovers and API faults on a local control plane (test/soak), and
+// writes what it ran and found to docs/reliability.md.
+//
+//	go run ./cmd/soak                 # seeds 1..200
+//	go run ./cmd/soak --seed 17 -v    # replay one seed, step by step
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"cardinal.dev/cardinal/pkg/controlplane"
+	"cardinal.dev/cardinal/test/soak"
+)
+
+func main() {
+	seeds := flag.Int("seeds", 200, "how many seeds to run, from --first")
+	first := flag.Uint64("first", 1, "the first seed")
+	one := flag.Uint64("seed", 0, "run only this seed (replay)")
+	steps := flag.Int("steps", 25, "steps per seed")
+	limit := flag.Duration("time", 0, "start no seed after this long (0: no bound)")
+	out := flag.String("out", "docs/reliability.md", "where to write the report (\"\": nowhere)")
+	verbose := flag.Bool("v", false, "print every step")
+	flag.Parse()
+	if *one != 0 {
+		*first, *seeds, *out = *one, 1, ""
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *first, *seeds, *steps, *limit, *out, *verbose); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, first uint64, seeds, steps int, limit time.Duration, out string, verbose bool) error {
+	root, err := controlplane.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: []string{"deployment-controller", "replicaset-controller"}})
+	if err != nil {
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	defer cp.Stop()
+	objs, err := controlplane.KustomizeBuild(filepath.Join(root, "config"))
+	if err != nil {
+		return err
+	}
+	a, err := controlplane.NewApplier(cp.Config())
+	if err != nil {
+		return err
+	}
+	if err := a.Apply(ctx, objs, false); err != nil {
+		return fmt.Errorf("installing config/: %w", err)
+	}
+	var log io.Writer
+	if verbose {
+		log = os.Stdout
+	}
+	opts := soak.Options{ControlPlane: cp, ConfigPath: filepath.Join(root, "config", "scheduler-config.yaml"), Steps: steps, Log: log}
+	start := time.Now()
+	var results []*soak.Result
+	failed := 0
+	for i := range seeds {
+		if ctx.Err() != nil || limit > 0 && time.Since(start) > limit {
+			break
+		}
+		seed := first + uint64(i)
+		res, err := soak.Run(ctx, opts, seed)
+		if err != nil {
+			return fmt.Errorf("seed %d: %w (replay: go run ./cmd/soak --seed %d -v)", seed, err, seed)
+		}
+		results = append(results, res)
+		status := "ok"
+		if len(res.Violations) > 0 {
+			failed++
+			status = fmt.Sprintf("%d VIOLATIONS, replay: go run ./cmd/soak --seed %d -v\n    %s", len(res.Violations), seed, strings.Join(res.Violations, "\n    "))
+		}
+		fmt.Printf("seed %d: %d steps, %d restarts, %d failovers, %d faults, %s: %s\n",
+			seed, res.Steps, res.Restarts, res.Failovers, faults(res), res.Took.Round(time.Second), status)
+	}
+	if out != "" {
+		if err := os.WriteFile(filepath.Join(root, out), []byte(report(results, time.Since(start), steps)), 0o644); err != nil {
+			return err
+		}
+		fmt.Println("wrote", out)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d seeds violated an invariant", failed, len(results))
+	}
+	return nil
+}
+
+func faults(r *soak.Result) int {
+	n := 0
+	for _, m := range r.Faults {
+		for _, c := range m {
+			n += c
+		}
+	}
+	return n
+}
+
+// report is docs/reliability.md.
+func report(results []*soak.Result, took time.Duration, steps int) string {
+	var b strings.Builder
+	b.WriteString("# Reliability\n\nWritten by `make soak` (`go run ./cmd/soak`); do not edit by hand.\n\n")
+	fmt.Fprintf(&b, "- date: %s\n- seeds: %d (%d steps each), in %s\n\n", time.Now().UTC().Format(time.RFC3339), len(results), steps, took.Round(time.Second))
+	b.WriteString("Each seed runs on the same local etcd, kube-apiserver and kube-controller-manager (Deployments and ReplicaSets): 2 to 4 queues with card quota (H200, A100, H200 MIG slices; some through the Volcano annotation), 3 to 6 nodes, and one or two cardinal-scheduler replicas with leader election, reaching kube-apiserver through a proxy that delays and fails their binds, pod status patches, Queue and PodGroup status writes and pod deletions. Each step is one of: a gang with random [min, max], priority and preemptibility (from the PodGroup, the pod or the priority rule, sometimes invalid), a single pod, a Deployment created or scaled, a workload deleted, a gang's pending pods deleted, a node removed (its workloads deleted, as their operators would) or added, a node re-sliced between whole cards and MIG, a scheduler killed with SIGKILL and another started, the leader killed, the fault rate changed.\n\n")
+	b.WriteString("After every step, from the API alone: no queue above its capability per card model and cpu, counting bound pods; no gang bound below its min for longer than its Permit wait plus 30 s; no non-preemptible pod evicted; no non- or semi-preemptible gang that reached its min below it again; no pod bound twice. At the end, with faults off and pending pods deleted: the leader's `cardinal_queue_card_allocated` and `cardinal_queue_allocated{resource=\"cpu\"}`, and Queue status, equal a recount of bound pods; a plain pod that fits binds; no scheduler ended by itself.\n\n")
+	var stepsRun, checks, restarts, failovers, violations int
+	byFault := map[string]int{}
+	byKind := map[string]int{}
+	for _, r := range results {
+		stepsRun += r.Steps
+		checks += r.Checks
+		restarts += r.Restarts
+		failovers += r.Failovers
+		violations += len(r.Violations)
+		for kind, m := range r.Faults {
+			for f, n := range m {
+				byFault[f] += n
+				byKind[kind] += n
+			}
+		}
+	}
+	b.WriteString("| seeds | steps | invariant checks | scheduler kills | leader failovers | faults injected | violations |\n|---|---|---|---|---|---|---|\n")
+	total := 0
+	for _, n := range byFault {
+		total += n
+	}
+	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | **%d** |\n\n", len(results), stepsRun, checks, restarts, failovers, total, violations)
+	b.WriteString("Faults by write and kind: ")
+	b.WriteString(counts(byKind) + "; " + counts(byFault) + ".\n\n")
+	if violations > 0 {
+		b.WriteString("## Violations\n\n")
+		for _, r := range results {
+			for _, v := range r.Violations {
+				fmt.Fprintf(&b, "- seed %d: %s (replay: `go run ./cmd/soak --seed %d -v`)\n", r.Seed, v, r.Seed)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func counts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}

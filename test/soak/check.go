@@ -1,0 +1,270 @@
+package soak
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// ledger follows the run's pods through a watch and keeps what the checks
+// need that a list cannot show: where each pod was first bound, and which
+// pods Cardinal evicted.
+type ledger struct {
+	mu sync.Mutex
+	// boundTo is the node each pod was first seen bound to.
+	boundTo map[types.UID]string
+	// model is the card model each bound pod was charged for, read off its
+	// node when it was first seen bound.
+	model map[types.UID]string
+	// evictions are Cardinal's evictions seen, in order.
+	evictions []eviction
+	// violations found by the watch itself.
+	violations []string
+	// nodes is the world's nodes, for the models of bound pods.
+	nodes func(string) *node
+}
+
+type eviction struct {
+	pod  *corev1.Pod
+	when time.Time
+}
+
+func newLedger(nodes func(string) *node) *ledger {
+	return &ledger{boundTo: map[types.UID]string{}, model: map[types.UID]string{}, nodes: nodes}
+}
+
+// seen records a pod's state from the watch.
+func (l *ledger) seen(p *corev1.Pod) {
+	if p.Spec.NodeName == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if was, ok := l.boundTo[p.UID]; ok {
+		if was != p.Spec.NodeName {
+			l.violations = append(l.violations, fmt.Sprintf("pod %s/%s bound twice: to %s, then to %s", p.Namespace, p.Name, was, p.Spec.NodeName))
+		}
+		return
+	}
+	l.boundTo[p.UID] = p.Spec.NodeName
+	if n := l.nodes(p.Spec.NodeName); n != nil {
+		for r, m := range n.models {
+			if q, ok := p.Spec.Containers[0].Resources.Requests[r]; ok && !q.IsZero() {
+				l.model[p.UID] = m
+			}
+		}
+	}
+}
+
+// gone records a pod's last state: an eviction if Cardinal marked it a
+// disruption target.
+func (l *ledger) gone(p *corev1.Pod) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
+			l.mu.Lock()
+			l.evictions = append(l.evictions, eviction{pod: p, when: time.Now()})
+			l.mu.Unlock()
+			return
+		}
+	}
+}
+
+// snapshot is what one check reads from the API.
+type snapshot struct {
+	pods   []corev1.Pod
+	groups map[string]*schedv1alpha1.PodGroup // ns/name
+	queues map[string]*v1alpha1.Queue
+}
+
+// checker holds what checks remember between steps.
+type checker struct {
+	ledger *ledger
+	world  *world
+	// partialSince is when each gang was first seen bound below its min.
+	partialSince map[string]time.Time
+	// reachedMin are the gangs seen with min bound.
+	reachedMin map[string]bool
+	// evictionsChecked is how many of the ledger's evictions were judged.
+	evictionsChecked int
+	// partialGrace is how long a gang may be bound below min: the Permit
+	// timeout plus time for binds, retries and evictions to land.
+	partialGrace time.Duration
+	checks       int
+}
+
+// check runs every invariant on a snapshot and returns what it violates.
+func (c *checker) check(s snapshot, now time.Time) []string {
+	c.checks++
+	var out []string
+	out = append(out, c.quota(s)...)
+	out = append(out, c.gangs(s, now)...)
+	out = append(out, c.evictions(s)...)
+	c.ledger.mu.Lock()
+	out = append(out, c.ledger.violations...)
+	c.ledger.violations = nil
+	c.ledger.mu.Unlock()
+	return out
+}
+
+// bound tells whether a pod holds its node: bound and not finished.
+func bound(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// usage recomputes each queue's use from bound pods alone: cpu in
+// millicores, cards by model.
+func (c *checker) usage(s snapshot) (cpu map[string]int64, cards map[string]map[string]int64) {
+	cpu, cards = map[string]int64{}, map[string]map[string]int64{}
+	c.ledger.mu.Lock()
+	defer c.ledger.mu.Unlock()
+	for i := range s.pods {
+		p := &s.pods[i]
+		if !bound(p) {
+			continue
+		}
+		q := p.Namespace // each queue has a namespace of its own name
+		req := p.Spec.Containers[0].Resources.Requests
+		cpu[q] += req.Cpu().MilliValue()
+		m, ok := c.ledger.model[p.UID]
+		if !ok {
+			continue
+		}
+		if cards[q] == nil {
+			cards[q] = map[string]int64{}
+		}
+		for r, qty := range req {
+			if r == builder.GPUResource || r == migRes {
+				cards[q][m] += qty.Value()
+			}
+		}
+	}
+	return cpu, cards
+}
+
+// quota: no queue above its capability per card model and for cpu,
+// counting bound pods (SPEC §3.1).
+func (c *checker) quota(s snapshot) []string {
+	var out []string
+	cpu, cards := c.usage(s)
+	for _, q := range c.world.queues {
+		caps := cardCaps(q)
+		for m, used := range cards[q.Name] {
+			if capacity, ok := caps[m]; !ok && used > 0 || used > capacity {
+				out = append(out, fmt.Sprintf("queue %s uses %d %s cards, capability %d", q.Name, used, m, caps[m]))
+			}
+		}
+		if capQty, ok := q.Spec.Capability[corev1.ResourceCPU]; ok && cpu[q.Name] > capQty.MilliValue() {
+			out = append(out, fmt.Sprintf("queue %s uses %dm cpu, capability %s", q.Name, cpu[q.Name], capQty.String()))
+		}
+	}
+	return out
+}
+
+// cardCaps is a queue's capability per card model, spec.cards first, then
+// the Volcano annotation for models it does not list.
+func cardCaps(q *v1alpha1.Queue) map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range q.Spec.Cards {
+		out[c.Name] = int64(c.EffectiveCapability())
+	}
+	if a, ok := q.Annotations[v1alpha1.VolcanoCardQuotaAnnotation]; ok {
+		var m, n = "", int64(0)
+		if _, err := fmt.Sscanf(strings.NewReplacer("{", "", "}", "", `"`, " ", ":", " ").Replace(a), "%s %d", &m, &n); err == nil {
+			if _, listed := out[m]; !listed {
+				out[m] = n
+			}
+		}
+	}
+	return out
+}
+
+// gangs: no gang bound below its min for longer than partialGrace (SPEC
+// §2.1, §2.2, §5.3); and a gang whose min members may not be evicted
+// (non- or semi-preemptible) that reached min stays there until the run
+// deletes it (SPEC §5.2).
+func (c *checker) gangs(s snapshot, now time.Time) []string {
+	var out []string
+	boundOf := map[string]int{}
+	for i := range s.pods {
+		p := &s.pods[i]
+		if g, ok := p.Labels[schedv1alpha1.PodGroupLabel]; ok && bound(p) && p.DeletionTimestamp == nil {
+			boundOf[p.Namespace+"/"+g]++
+		}
+	}
+	for _, wl := range c.world.liveWork("gang") {
+		k := wl.ns + "/" + wl.name
+		b := boundOf[k]
+		if b >= wl.min {
+			c.reachedMin[k] = true
+		}
+		if b == 0 || b >= wl.min {
+			delete(c.partialSince, k)
+			continue
+		}
+		if wl.preempt != v1alpha1.Preemptible && c.reachedMin[k] {
+			out = append(out, fmt.Sprintf("%s gang %s fell to %d bound, below its min of %d", wl.preempt, k, b, wl.min))
+		}
+		since, ok := c.partialSince[k]
+		if !ok {
+			c.partialSince[k] = now
+			continue
+		}
+		if now.Sub(since) > c.partialGrace {
+			out = append(out, fmt.Sprintf("gang %s has been bound below its min (%d of %d) for %s", k, b, wl.min, now.Sub(since).Round(time.Second)))
+			delete(c.partialSince, k) // said once
+		}
+	}
+	return out
+}
+
+// evictions: Cardinal evicted no non-preemptible pod, and of a
+// semi-preemptible gang only pods beyond its min (SPEC §5.2).
+func (c *checker) evictions(s snapshot) []string {
+	c.ledger.mu.Lock()
+	evs := c.ledger.evictions[c.evictionsChecked:]
+	c.evictionsChecked = len(c.ledger.evictions)
+	c.ledger.mu.Unlock()
+	var out []string
+	for _, e := range evs {
+		wl := c.world.owner(e.pod)
+		if wl == nil {
+			continue
+		}
+		if wl.preempt == v1alpha1.NonPreemptible {
+			out = append(out, fmt.Sprintf("non-preemptible pod %s/%s (%s %s) was evicted", e.pod.Namespace, e.pod.Name, wl.kind, wl.name))
+		}
+	}
+	return out
+}
+
+// owner is the workload a pod belongs to.
+func (w *world) owner(p *corev1.Pod) *workload {
+	if g, ok := p.Labels[schedv1alpha1.PodGroupLabel]; ok {
+		return w.work[p.Namespace+"/"+g]
+	}
+	if a, ok := p.Labels["app"]; ok {
+		return w.work[p.Namespace+"/"+a]
+	}
+	return w.work[p.Namespace+"/"+p.Name]
+}
+
+func resourceQty(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

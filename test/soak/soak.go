@@ -1,0 +1,678 @@
+// Package soak runs Cardinal through seeded random runs on a real control
+// plane: queues, nodes of several card models, gangs, single pods and
+// Deployments come and go, nodes are removed and re-sliced, schedulers are
+// killed and restarted, a second replica takes over from a killed leader,
+// and a proxy between the schedulers and kube-apiserver delays and fails
+// their writes. After every step it checks, from the API alone, what SPEC.md
+// promises: no queue above its capability, no gang left bound below its
+// min, no eviction of what may not be evicted, no pod bound twice; once
+// quiet, that the scheduler's numbers equal a recount from the API; and
+// that a pod that fits still binds.
+//
+// A seed fixes the run's objects, steps and fault rates; the interleaving
+// of the scheduler with them is the machine's. `go run ./cmd/soak --seed N`
+// replays one.
+package soak
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	"sigs.k8s.io/yaml"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/controlplane"
+	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// Timings of a run. The scheduler runs with a short Permit wait and lease,
+// so that gangs give up and replicas take over within a step or two.
+const (
+	permitWait    = 10 * time.Second
+	leaseDuration = 4 * time.Second
+	// partialGrace bounds how long a gang may stay bound below min: its
+	// Permit wait, then room for a failed bind's retry after the gang's
+	// backoff and for evictions to land.
+	partialGrace = permitWait + 30*time.Second
+	// fitsWithin bounds how long a pod that fits may take to bind.
+	fitsWithin = 45 * time.Second
+	// quietWithin bounds how long the scheduler's numbers may take to
+	// equal a recount from the API once nothing changes.
+	quietWithin = 30 * time.Second
+)
+
+// Options configure runs.
+type Options struct {
+	ControlPlane *controlplane.ControlPlane
+	// ConfigPath is config/scheduler-config.yaml.
+	ConfigPath string
+	// Steps per seed.
+	Steps int
+	// Log, if set, gets a line per step.
+	Log io.Writer
+}
+
+// Result is what one seed's run did and found.
+type Result struct {
+	Seed       uint64
+	Steps      int
+	Checks     int
+	Restarts   int
+	Failovers  int
+	Faults     map[string]map[string]int
+	Violations []string
+	Took       time.Duration
+}
+
+type clients struct {
+	kube     kubernetes.Interface
+	cardinal cardinalclient.Interface
+	groups   pgclient.Interface
+}
+
+// Run runs one seed.
+func Run(ctx context.Context, opts Options, seed uint64) (*Result, error) {
+	start := time.Now()
+	cfg := opts.ControlPlane.Config()
+	c := clients{kube: kubernetes.NewForConfigOrDie(cfg), cardinal: cardinalclient.NewForConfigOrDie(cfg), groups: pgclient.NewForConfigOrDie(cfg)}
+	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, 0xca4d)), run: fmt.Sprintf("soak-%d", seed),
+		nodes: map[string]*node{}, work: map[string]*workload{}}
+	r := &runner{opts: opts, c: c, w: w, res: &Result{Seed: seed}}
+	r.log("seed %d", seed)
+	defer r.cleanup()
+	if err := r.setUp(ctx); err != nil {
+		return nil, err
+	}
+	for i := range opts.Steps {
+		if err := r.step(ctx, i); err != nil {
+			return nil, fmt.Errorf("step %d: %w", i, err)
+		}
+		r.res.Steps++
+		sleepFor(ctx, time.Duration(200+w.pick(600))*time.Millisecond)
+		if err := r.checkNow(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.finish(ctx); err != nil {
+		return nil, err
+	}
+	r.res.Faults = r.proxy.Counts()
+	r.res.Took = time.Since(start)
+	return r.res, nil
+}
+
+type runner struct {
+	opts    Options
+	c       clients
+	w       *world
+	res     *Result
+	proxy   *Proxy
+	config  string
+	scheds  []*controlplane.Scheduler
+	checker *checker
+	stop    context.CancelFunc
+}
+
+func (r *runner) log(format string, args ...any) {
+	if r.opts.Log != nil {
+		fmt.Fprintf(r.opts.Log, format+"\n", args...)
+	}
+}
+
+func (r *runner) violate(msgs ...string) {
+	for _, m := range msgs {
+		r.log("VIOLATION: %s", m)
+		r.res.Violations = append(r.res.Violations, m)
+	}
+}
+
+// setUp makes the queues, namespaces and nodes, the proxy and the
+// scheduler replicas, and starts watching pods.
+func (r *runner) setUp(ctx context.Context) error {
+	w := r.w
+	if err := ensurePriorityClasses(ctx, r.c); err != nil {
+		return err
+	}
+	w.makeQueues()
+	for _, q := range w.queues {
+		if _, err := r.c.cardinal.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: q.Name, Labels: map[string]string{v1alpha1.QueueLabel: q.Name, RunLabel: w.run}}}
+		if _, err := r.c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for range 3 + w.pick(4) {
+		if _, err := r.c.kube.CoreV1().Nodes().Create(ctx, w.newNode(), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	transport, err := r.opts.ControlPlane.SchedulerTransport()
+	if err != nil {
+		return err
+	}
+	if r.proxy, err = NewProxy(r.opts.ControlPlane.URL, transport, w.seed); err != nil {
+		return err
+	}
+	w.faults = []float64{0, 0.05, 0.15, 0.3}[w.pick(4)]
+	r.proxy.SetRate(w.faults)
+	if r.config, err = soakConfig(r.opts.ConfigPath, r.opts.ControlPlane.Dir, w.run); err != nil {
+		return err
+	}
+	w.replicas = 1 + w.pick(2)
+	for range w.replicas {
+		if err := r.startScheduler(); err != nil {
+			return err
+		}
+	}
+	r.log("  %d queues, %d nodes, %d scheduler replicas, faults on %.0f%% of writes", len(w.queues), len(w.nodes), w.replicas, w.faults*100)
+
+	led := newLedger(func(name string) *node { return w.nodes[name] })
+	r.checker = &checker{ledger: led, world: w, partialSince: map[string]time.Time{}, reachedMin: map[string]bool{}, partialGrace: partialGrace}
+	wctx, stop := context.WithCancel(ctx)
+	r.stop = stop
+	f := informers.NewSharedInformerFactoryWithOptions(r.c.kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = RunLabel + "=" + w.run
+	}))
+	inf := f.Core().V1().Pods().Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { led.seen(obj.(*corev1.Pod)) },
+		UpdateFunc: func(_, obj any) { led.seen(obj.(*corev1.Pod)) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				led.gone(p)
+			}
+		},
+	})
+	f.Start(wctx.Done())
+	f.WaitForCacheSync(wctx.Done())
+	return nil
+}
+
+// soakConfig writes the scheduler configuration the run uses:
+// config/scheduler-config.yaml with a lease a replica takes over within
+// seconds, and a short Permit wait.
+func soakConfig(path, dir, run string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return "", err
+	}
+	le, _ := cfg["leaderElection"].(map[string]any)
+	if le == nil {
+		return "", fmt.Errorf("%s: no leaderElection", path)
+	}
+	le["leaseDuration"] = leaseDuration.String()
+	le["renewDeadline"] = (leaseDuration * 3 / 4).String()
+	le["retryPeriod"] = (leaseDuration / 4).String()
+	profiles, _ := cfg["profiles"].([]any)
+	for _, p := range profiles {
+		pm, _ := p.(map[string]any)
+		pcs, _ := pm["pluginConfig"].([]any)
+		for _, pc := range pcs {
+			pcm, _ := pc.(map[string]any)
+			if pcm["name"] == "CardinalGang" {
+				args, _ := pcm["args"].(map[string]any)
+				args["permitWaitingTimeSeconds"] = int(permitWait / time.Second)
+				args["podGroupBackoffSeconds"] = 2
+			}
+		}
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, run+"-scheduler-config.yaml")
+	return dst, os.WriteFile(dst, out, 0o600)
+}
+
+func (r *runner) startScheduler() error {
+	s, err := r.opts.ControlPlane.StartSchedulerVia(r.proxy.URL, r.config,
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
+	if err != nil {
+		return err
+	}
+	r.scheds = append(r.scheds, s)
+	return nil
+}
+
+// step makes one random change.
+func (r *runner) step(ctx context.Context, i int) error {
+	w := r.w
+	for _, s := range r.scheds {
+		if err := s.Exited(); err != nil {
+			r.violate(fmt.Sprintf("a scheduler ended by itself: %v (log %s)", err, s.LogPath))
+			r.scheds = without(r.scheds, s)
+			if err := r.startScheduler(); err != nil {
+				return err
+			}
+		}
+	}
+	switch roll := w.pick(100); {
+	case roll < 30:
+		wl, pg, pods := w.newGang(false)
+		r.log("  %d: gang %s/%s, min %d of %d, %d %s each, %s, %s", i, wl.ns, wl.name, wl.min, len(pods), wl.cards, wl.res, wl.priority, wl.preempt)
+		if _, err := r.c.groups.SchedulingV1alpha1().PodGroups(wl.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		return r.createPods(ctx, pods)
+	case roll < 40:
+		wl, _, pods := w.newGang(true)
+		r.log("  %d: pod %s/%s, %d %s, %s, %s", i, wl.ns, wl.name, wl.cards, wl.res, wl.priority, wl.preempt)
+		return r.createPods(ctx, pods)
+	case roll < 47:
+		wl, d := w.newDeployment()
+		r.log("  %d: Deployment %s/%s of %d, %s, %s", i, wl.ns, wl.name, wl.replicas, wl.priority, wl.preempt)
+		_, err := r.c.kube.AppsV1().Deployments(wl.ns).Create(ctx, d, metav1.CreateOptions{})
+		return err
+	case roll < 52:
+		ds := w.liveWork("deployment")
+		if len(ds) == 0 {
+			return nil
+		}
+		wl := ds[w.pick(len(ds))]
+		wl.replicas = int32(w.pick(4))
+		r.log("  %d: Deployment %s/%s scaled to %d", i, wl.ns, wl.name, wl.replicas)
+		d, err := r.c.kube.AppsV1().Deployments(wl.ns).Get(ctx, wl.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To(wl.replicas)
+		_, err = r.c.kube.AppsV1().Deployments(wl.ns).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	case roll < 62:
+		ws := w.liveWork("")
+		if len(ws) == 0 {
+			return nil
+		}
+		wl := ws[w.pick(len(ws))]
+		r.log("  %d: delete %s %s/%s", i, wl.kind, wl.ns, wl.name)
+		return r.deleteWork(ctx, wl)
+	case roll < 67:
+		return r.deletePending(ctx, i)
+	case roll < 72:
+		return r.removeNode(ctx, i)
+	case roll < 77:
+		n := w.newNode()
+		r.log("  %d: add node %s (%v)", i, n.Name, w.nodes[n.Name].models)
+		_, err := r.c.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		return err
+	case roll < 81:
+		return r.reslice(ctx, i)
+	case roll < 87:
+		s := r.scheds[w.pick(len(r.scheds))]
+		r.log("  %d: kill -9 a scheduler, start another", i)
+		s.Kill()
+		r.scheds = without(r.scheds, s)
+		r.res.Restarts++
+		return r.startScheduler()
+	case roll < 92:
+		if len(r.scheds) < 2 {
+			return nil
+		}
+		leader := r.leader(ctx)
+		if leader == nil {
+			return nil
+		}
+		r.log("  %d: kill -9 the leader, start another replica", i)
+		leader.Kill()
+		r.scheds = without(r.scheds, leader)
+		r.res.Failovers++
+		return r.startScheduler()
+	default:
+		w.faults = []float64{0, 0.05, 0.15, 0.3}[w.pick(4)]
+		r.log("  %d: faults on %.0f%% of writes", i, w.faults*100)
+		r.proxy.SetRate(w.faults)
+	}
+	return nil
+}
+
+func (r *runner) createPods(ctx context.Context, pods []*corev1.Pod) error {
+	for _, p := range pods {
+		if _, err := r.c.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteWork deletes a workload whole, as a job's operator does.
+func (r *runner) deleteWork(ctx context.Context, wl *workload) error {
+	wl.deleted = true
+	var err error
+	switch wl.kind {
+	case "deployment":
+		// No garbage collector runs here: the ReplicaSets and pods go too.
+		sel := metav1.ListOptions{LabelSelector: "app=" + wl.name}
+		err = r.c.kube.AppsV1().Deployments(wl.ns).Delete(ctx, wl.name, metav1.DeleteOptions{})
+		if err == nil {
+			err = r.c.kube.AppsV1().ReplicaSets(wl.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
+		}
+		if err == nil {
+			err = r.c.kube.CoreV1().Pods(wl.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel)
+		}
+	case "gang":
+		err = r.c.groups.SchedulingV1alpha1().PodGroups(wl.ns).Delete(ctx, wl.name, metav1.DeleteOptions{})
+		fallthrough
+	default:
+		for _, name := range wl.pods {
+			if e := ignoreNotFound(r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})); e != nil && err == nil {
+				err = e
+			}
+		}
+	}
+	return ignoreNotFound(err)
+}
+
+// deletePending deletes a gang's pods that are not bound: a job scaled in
+// before its elastic pods ran.
+func (r *runner) deletePending(ctx context.Context, i int) error {
+	gangs := r.w.liveWork("gang")
+	if len(gangs) == 0 {
+		return nil
+	}
+	wl := gangs[r.w.pick(len(gangs))]
+	n := 0
+	for _, name := range wl.pods {
+		p, err := r.c.kube.CoreV1().Pods(wl.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || p.Spec.NodeName != "" {
+			continue
+		}
+		// Only if still unbound: a bind in flight wins.
+		pre := metav1.Preconditions{ResourceVersion: &p.ResourceVersion}
+		if ignoreNotFound(r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &pre})) == nil {
+			n++
+		}
+	}
+	r.log("  %d: delete %d pending pods of gang %s/%s", i, n, wl.ns, wl.name)
+	return nil
+}
+
+// removeNode deletes a node, and with it, as a cluster's job operators
+// would, every workload with a pod on it.
+func (r *runner) removeNode(ctx context.Context, i int) error {
+	names := sortedKeys(r.w.nodes)
+	if len(names) <= 2 {
+		return nil
+	}
+	name := names[r.w.pick(len(names))]
+	r.log("  %d: remove node %s and the workloads on it", i, name)
+	if err := r.drain(ctx, name); err != nil {
+		return err
+	}
+	delete(r.w.nodes, name)
+	return ignoreNotFound(r.c.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}))
+}
+
+// drain deletes every workload with a pod on node.
+func (r *runner) drain(ctx context.Context, nodeName string) error {
+	pods, err := r.c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: RunLabel + "=" + r.w.run, FieldSelector: "spec.nodeName=" + nodeName})
+	if err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		if wl := r.w.owner(&pods.Items[i]); wl != nil && !wl.deleted {
+			if err := r.deleteWork(ctx, wl); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reslice turns a whole-card H200 node into MIG slices or back, drained
+// first (SPEC §3.6).
+func (r *runner) reslice(ctx context.Context, i int) error {
+	var cands []string
+	for _, name := range sortedKeys(r.w.nodes) {
+		if _, ok := r.w.nodes[name].models[migRes]; ok || r.w.nodes[name].models[builder.GPUResource] == h200 {
+			cands = append(cands, name)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	name := cands[r.w.pick(len(cands))]
+	if err := r.drain(ctx, name); err != nil {
+		return err
+	}
+	n, err := r.c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	nd := r.w.nodes[name]
+	for _, l := range []corev1.ResourceList{n.Status.Capacity, n.Status.Allocatable} {
+		if _, ok := nd.models[migRes]; ok {
+			delete(l, migRes)
+			l[builder.GPUResource] = *resourceQty(4)
+		} else {
+			delete(l, builder.GPUResource)
+			l[migRes] = *resourceQty(7)
+		}
+	}
+	if _, ok := nd.models[migRes]; ok {
+		nd.models = map[corev1.ResourceName]string{builder.GPUResource: h200}
+	} else {
+		nd.models = map[corev1.ResourceName]string{migRes: h200MIG}
+	}
+	r.log("  %d: re-slice node %s to %v", i, name, nd.models)
+	_, err = r.c.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+// leader is the replica that leads: the one serving Cardinal's metrics.
+func (r *runner) leader(ctx context.Context) *controlplane.Scheduler {
+	for _, s := range r.scheds {
+		if body, err := get(ctx, s.Port, "/metrics"); err == nil && strings.Contains(string(body), "cardinal_gangs{") {
+			return s
+		}
+	}
+	return nil
+}
+
+func (r *runner) checkNow(ctx context.Context) error {
+	s, err := r.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	r.violate(r.checker.check(s, time.Now())...)
+	r.res.Checks = r.checker.checks
+	return nil
+}
+
+func (r *runner) snapshot(ctx context.Context) (snapshot, error) {
+	var s snapshot
+	pods, err := r.c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: RunLabel + "=" + r.w.run})
+	if err != nil {
+		return s, err
+	}
+	s.pods = pods.Items
+	return s, nil
+}
+
+// finish stops the faults, lets the run go quiet and checks the last
+// invariants: the leader's numbers equal a recount from the API, Queue
+// status too, and a pod that fits binds.
+func (r *runner) finish(ctx context.Context) error {
+	r.proxy.SetRate(0)
+	// What cannot run now will not: pods left pending hold reservations
+	// the API does not show.
+	for _, wl := range r.w.liveWork("") {
+		if wl.kind != "deployment" {
+			if err := r.deletePendingOf(ctx, wl); err != nil {
+				return err
+			}
+		}
+	}
+	for _, wl := range r.w.liveWork("deployment") {
+		if err := r.deleteWork(ctx, wl); err != nil {
+			return err
+		}
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, quietWithin, true, func(ctx context.Context) (bool, error) {
+		if err := r.checkNow(ctx); err != nil {
+			return false, err
+		}
+		last = r.compareNumbers(ctx)
+		return last == "", nil
+	})
+	if err != nil {
+		r.violate(fmt.Sprintf("once quiet, the scheduler's numbers still differ from the API after %s: %s", quietWithin, last))
+	}
+	return r.probe(ctx)
+}
+
+// deletePendingOf deletes a workload's pods not bound; a gang left with
+// some but fewer than min bound is deleted whole.
+func (r *runner) deletePendingOf(ctx context.Context, wl *workload) error {
+	for _, name := range wl.pods {
+		p, err := r.c.kube.CoreV1().Pods(wl.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || p.Spec.NodeName != "" {
+			continue
+		}
+		pre := metav1.Preconditions{ResourceVersion: &p.ResourceVersion}
+		_ = r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &pre})
+	}
+	return nil
+}
+
+// compareNumbers says how the leader's card and cpu numbers differ from a
+// recount of bound pods, or "".
+func (r *runner) compareNumbers(ctx context.Context) string {
+	s, err := r.snapshot(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	for _, p := range s.pods {
+		if p.Spec.NodeName == "" {
+			return fmt.Sprintf("pod %s/%s still pending", p.Namespace, p.Name)
+		}
+	}
+	cpu, cards := r.checker.usage(s)
+	leader := r.leader(ctx)
+	if leader == nil {
+		return "no replica leads"
+	}
+	body, err := get(ctx, leader.Port, "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	got := parseGauges(string(body))
+	var diffs []string
+	for _, q := range r.w.queues {
+		for _, m := range []string{h200, a100, h200MIG} {
+			want := float64(cards[q.Name][m])
+			if have := got[fmt.Sprintf(`cardinal_queue_card_allocated{model=%q,queue=%q}`, m, q.Name)]; have != want {
+				diffs = append(diffs, fmt.Sprintf("queue %s %s: metrics %v, bound pods %v", q.Name, m, have, want))
+			}
+		}
+		want := float64(cpu[q.Name]) / 1000
+		if have := got[fmt.Sprintf(`cardinal_queue_allocated{queue=%q,resource="cpu"}`, q.Name)]; have != want {
+			diffs = append(diffs, fmt.Sprintf("queue %s cpu: metrics %v, bound pods %v", q.Name, have, want))
+		}
+		qo, err := r.c.cardinal.SchedulingV1alpha1().Queues().Get(ctx, q.Name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		status := map[string]int64{}
+		for _, cs := range qo.Status.Cards {
+			status[cs.Name] = int64(cs.Allocated)
+		}
+		for _, m := range []string{h200, a100, h200MIG} {
+			if status[m] != cards[q.Name][m] {
+				diffs = append(diffs, fmt.Sprintf("queue %s %s: status %d, bound pods %d", q.Name, m, status[m], cards[q.Name][m]))
+			}
+		}
+	}
+	sort.Strings(diffs)
+	return strings.Join(diffs, "; ")
+}
+
+// probe checks the scheduler still schedules: a plain pod that fits binds.
+func (r *runner) probe(ctx context.Context) error {
+	q := r.w.queues[0]
+	p := builder.MakePod(q.Name, "probe").Label(RunLabel, r.w.run).NodeSelector(RunLabel, r.w.run).Req(corev1.ResourceCPU, "10m").Obj()
+	if _, err := r.c.kube.CoreV1().Pods(q.Name).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, fitsWithin, true, func(ctx context.Context) (bool, error) {
+		got, err := r.c.kube.CoreV1().Pods(q.Name).Get(ctx, "probe", metav1.GetOptions{})
+		return err == nil && got.Spec.NodeName != "", nil
+	})
+	if err != nil {
+		r.violate(fmt.Sprintf("a plain pod that fits did not bind within %s", fitsWithin))
+	}
+	return nil
+}
+
+// cleanup removes everything the run made, so the next run starts empty.
+func (r *runner) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, s := range r.scheds {
+		s.Kill()
+	}
+	if r.stop != nil {
+		r.stop()
+	}
+	if r.proxy != nil {
+		r.proxy.Close()
+	}
+	sel := metav1.ListOptions{LabelSelector: RunLabel + "=" + r.w.run}
+	zero := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	for _, q := range r.w.queues {
+		_ = r.c.kube.AppsV1().Deployments(q.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = r.c.kube.AppsV1().ReplicaSets(q.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = r.c.groups.SchedulingV1alpha1().PodGroups(q.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = r.c.kube.CoreV1().Pods(q.Name).DeleteCollection(ctx, zero, metav1.ListOptions{})
+		_ = r.c.cardinal.SchedulingV1alpha1().Queues().Delete(ctx, q.Name, metav1.DeleteOptions{})
+		_ = r.c.kube.CoreV1().Namespaces().Delete(ctx, q.Name, metav1.DeleteOptions{})
+	}
+	_ = r.c.kube.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
+}
+
+func without(ss []*controlplane.Scheduler, s *controlplane.Scheduler) []*controlplane.Scheduler {
+	out := ss[:0:0]
+	for _, x := range ss {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func sleepFor(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func priorityClass(name string, v int32) *schedulingv1.PriorityClass {
+	return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: v}
+}
