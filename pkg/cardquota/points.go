@@ -32,9 +32,11 @@ type stateData struct {
 	// cycle (shared by the cycle's clones).
 	waits *atomic.Bool
 	// everyNode is set when PreFilter found that every node carrying the
-	// pod's card resources passes Filter, so Filter need not look the
-	// node up; adjusted when AddPod or RemovePod changed the numbers since.
+	// pod's card resources passes Filter, so Filter need not check the
+	// node's models; adjusted when AddPod or RemovePod changed the numbers
+	// since. It holds while the state's nodes are at nodesGen.
 	everyNode, adjusted bool
+	nodesGen            uint64
 	// productLabels, set by PreScore for a pod that asks only for whole
 	// cards, are the node labels naming the models of what it asks for.
 	productLabels []string
@@ -122,6 +124,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if !simulating {
 		s.waits = &atomic.Bool{} // a preemption plan's refusals wait for nothing
 	}
+	s.nodesGen = p.state.NodesGeneration()
 	s.everyNode = !simulating && p.passesEveryNode(s, len(nodes))
 	cs.Write(stateKey, s)
 	if len(names) == 0 || simulating || s.everyNode {
@@ -182,7 +185,7 @@ func (s *stateData) check(model string, n int64) *fwk.Status {
 // quota left for it. A node whose GPUs have no model serves only pods that
 // name none: they are charged the plain resource (SPEC §1.4). Filter reads
 // the node's models as detected when the node last changed, and no shared
-// state besides.
+// state besides; a node the state has not seen yet is refused until it has.
 //
 // It also refuses a node without room for the pod's cards, as
 // NodeResourcesFit would: the configuration runs this Filter first, and a
@@ -194,11 +197,20 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if s.everyNode && !s.adjusted {
+	nodeName := nodeInfo.Node().Name
+	node, known := p.state.Node(nodeName)
+	if !known {
+		// kube-scheduler's snapshot has the node, the state's informer not
+		// yet: its models, and so what the pod would be charged, are
+		// unknown. Let the pod onto it once they are.
+		st := fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s's card models are not known to Cardinal yet; the pod is tried again when they are", nodeName))
+		if s.waits == nil || pod == nil || !p.state.WaitForNode(pod, s.queue, nodeName) {
+			return st
+		}
+		node, _ = p.state.Node(nodeName)
+	} else if s.everyNode && !s.adjusted && p.state.NodesGeneration() == s.nodesGen {
 		return p.room(s, pod, nodeInfo)
 	}
-	nodeName := nodeInfo.Node().Name
-	node, _ := p.state.Node(nodeName)
 	used := false
 	for _, c := range node.Cards {
 		n := s.requests[c.Resource]

@@ -3,10 +3,14 @@ package cardquota
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -127,6 +131,7 @@ func TestFilterRoom(t *testing.T) {
 		{name: "NodeResourcesFit ignores resources", state: stateData{queue: "a", requests: gpus(2), cards: room}, node: full, fitIgnore: true},
 	}
 	p, _ := fixture(t)
+	p.state.OnNode(cpuOnly.Node())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p.roomFirst = !tt.fitIgnore
@@ -230,7 +235,7 @@ func TestPassesEveryNode(t *testing.T) {
 		victim.UID = "other"
 		victim.Spec.NodeName = "n-4090"
 		p.state.OnPod(victim)
-		s := &stateData{queue: "a", requests: gpu1, cards: map[string]state.CardUsage{rtx: {Listed: true, Capability: 2, Allocated: 1}}, everyNode: true}
+		s := &stateData{queue: "a", requests: gpu1, cards: map[string]state.CardUsage{rtx: {Listed: true, Capability: 2, Allocated: 1}}, everyNode: true, nodesGen: p.state.NodesGeneration()}
 		cs := framework.NewCycleState()
 		cs.Write(stateKey, s)
 		if st := p.Filter(context.Background(), cs, nil, nodes["n-4090d"]); !st.IsSuccess() {
@@ -332,6 +337,54 @@ func TestShortfall(t *testing.T) {
 			got := shortfall("a", tt.reqs, cards, tt.freed)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("shortfall = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// activations records the pods the state wakes.
+type activations struct{ woken []string }
+
+func (a *activations) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	for _, p := range pods {
+		a.woken = append(a.woken, p.Name)
+	}
+}
+func (a *activations) GetWaitingPod(types.UID) fwk.WaitingPod    { return nil }
+func (a *activations) EventRecorder() events.EventRecorderLogger { return events.NewFakeRecorder(100) }
+
+// TestFilterNodeNotSeenYet: a node kube-scheduler's snapshot has but the
+// state's informer has not delivered has no known models, so no quota
+// check could be made for it: Filter refuses it, for any pod, and the
+// node's arrival wakes the pod.
+func TestFilterNodeNotSeenYet(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		everyNode bool
+	}{{"looked up", false}, {"every node passed PreFilter", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := fixture(t)
+			late := builder.MakeNode("n-late").GPU("NVIDIA-H200", 4).Obj()
+			pod := builder.MakePod("ns", "p").GPU(1).Obj()
+			pod.UID = "p"
+			s := &stateData{queue: "a", requests: map[corev1.ResourceName]int64{builder.GPUResource: 1}, cards: map[string]state.CardUsage{},
+				waits: &atomic.Bool{}, everyNode: tc.everyNode, nodesGen: p.state.NodesGeneration()}
+			cs := framework.NewCycleState()
+			cs.Write(stateKey, s)
+			st := p.Filter(context.Background(), cs, pod, nodeInfo(late))
+			if st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), "node n-late's card models are not known to Cardinal yet") {
+				t.Fatalf("Filter on a node not seen yet = %v", st)
+			}
+			a := &activations{}
+			p.state.OnNode(late)
+			p.state.Flush(a)
+			if !cmp.Equal(a.woken, []string{"p"}) {
+				t.Errorf("woken when the node arrived: %v, want [p]", a.woken)
+			}
+			// Now known: an H200 the queue has no quota for, which what
+			// PreFilter found of every node before it arrived does not cover.
+			if st := p.Filter(context.Background(), cs, pod, nodeInfo(late)); !strings.Contains(st.Message(), "queue a has no quota for card model NVIDIA-H200") {
+				t.Errorf("Filter once the node is known = %v", st)
 			}
 		})
 	}

@@ -49,6 +49,7 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 	s.countCarriersLocked(alloc, 1)
 	s.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
 	s.nodeReads.Store(node.Name, detected)
+	s.nodesGen.Add(1)
 	s.capacity.Add(alloc)
 	var learned []corev1.ResourceName
 	for _, c := range detected.Cards {
@@ -102,6 +103,7 @@ func (s *State) deleteNodeLocked(name string) {
 	s.countCarriersLocked(old.allocatable, -1)
 	delete(s.nodes, name)
 	s.nodeReads.Delete(name)
+	s.nodesGen.Add(1)
 	s.notifyLocked()
 }
 
@@ -178,6 +180,25 @@ func (s *State) Node(name string) (cardmodel.Node, bool) {
 		return cardmodel.Node{}, false
 	}
 	return v.(cardmodel.Node), true
+}
+
+// NodesGeneration changes whenever a node is added or removed or its card
+// models change: what a cycle read of the nodes at one generation holds
+// while it lasts.
+func (s *State) NodesGeneration() uint64 { return s.nodesGen.Load() }
+
+// WaitForNode registers pod, refused on a node the scheduler's snapshot
+// has but the state has not seen yet, as waiting for card models: the
+// node's arrival wakes it. known is true, and nothing is registered, if
+// the node has arrived meanwhile; the caller may then look it up again.
+func (s *State) WaitForNode(pod *corev1.Pod, queue, node string) (known bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.nodes[node]; ok {
+		return true
+	}
+	s.waitForRoomLocked(pod, queue, true)
+	return false
 }
 
 // IsCardResource tells whether a request of resource uses cards: a

@@ -148,6 +148,9 @@ type State struct {
 	// nodeReads mirrors each node's card models for Filter and Score, which
 	// read them for every node from parallel goroutines without the lock.
 	nodeReads sync.Map
+	// nodesGen counts changes to the set of nodes and their models, so a
+	// cycle can tell whether what it read of them still holds.
+	nodesGen atomic.Uint64
 	// claimReads mirrors the room kept on each node for preemptors
 	// (preempt.go), for Filter to read without the lock.
 	claimReads sync.Map
