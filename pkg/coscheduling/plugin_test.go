@@ -20,6 +20,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/state"
@@ -449,6 +450,44 @@ func TestRoomFor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := roomFor(twoGPU, tc.nodes, tc.need); got != tc.want {
 				t.Errorf("roomFor = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPermitTimeoutFromPodGroup: a PodGroup's spec.scheduleTimeoutSeconds,
+// when set, is how long its members wait at Permit; else the plugin's
+// permitWaitingTimeSeconds (SPEC §1.2).
+func TestPermitTimeoutFromPodGroup(t *testing.T) {
+	tests := []struct {
+		name    string
+		timeout *int32
+		want    time.Duration
+	}{
+		{"unset", nil, 60 * time.Second},
+		{"zero", ptr.To[int32](0), 60 * time.Second},
+		{"set", ptr.To[int32](5), 5 * time.Second},
+		{"longer than the default", ptr.To[int32](600), 600 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			pods := f.gang("train", 2, 2, t0)
+			pg := f.podGroup("train", 2, t0).DeepCopy()
+			pg.Spec.ScheduleTimeoutSeconds = tc.timeout
+			f.st.OnPodGroup(pg)
+			f.flush()
+			ctx := context.Background()
+			cs := framework.NewCycleState()
+			if _, s := f.p.PreFilter(ctx, cs, pods[0], f.nodes); !s.IsSuccess() {
+				t.Fatalf("PreFilter: %v", s)
+			}
+			if s := f.p.Reserve(ctx, cs, pods[0], "node"); !s.IsSuccess() {
+				t.Fatalf("Reserve: %v", s)
+			}
+			s, timeout := f.p.Permit(ctx, cs, pods[0], "node")
+			if s.Code() != fwk.Wait || timeout != tc.want {
+				t.Errorf("Permit = %v, %v; want Wait for %v", s.Code(), timeout, tc.want)
 			}
 		})
 	}

@@ -118,9 +118,12 @@ func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 // Permit holds a gang's min members until min of them are placed, then lets
 // them all bind together. Elastic pods and pods without a gang pass at once.
 func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
-	wait, allow, msg := p.state.Permit(pod)
+	wait, timeout, allow, msg := p.state.Permit(pod)
 	if wait {
-		return fwk.NewStatus(fwk.Wait, msg), p.permitWait
+		if timeout == 0 {
+			timeout = p.permitWait
+		}
+		return fwk.NewStatus(fwk.Wait, msg), timeout
 	}
 	// Only this gang's reserved members can be waiting for it: look them up
 	// by UID rather than walk every waiting pod.

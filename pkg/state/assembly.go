@@ -198,22 +198,26 @@ func (s *State) StillPlaced(pod *corev1.Pod) bool {
 
 // Permit tells whether a pod's gang has its min placed. If so, the gang's
 // members waiting at Permit are returned, to be allowed; if not, the pod
-// waits, and msg says why.
-func (s *State) Permit(pod *corev1.Pod) (wait bool, allow []types.UID, msg string) {
+// waits, for its PodGroup's spec.scheduleTimeoutSeconds when set (timeout,
+// else 0 for the plugin's permitWaitingTimeSeconds), and msg says why.
+func (s *State) Permit(pod *corev1.Pod) (wait bool, timeout time.Duration, allow []types.UID, msg string) {
 	k, ok := gang.Of(pod)
 	if !ok {
-		return false, nil, ""
+		return false, 0, nil, ""
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	g := s.gangs[k]
 	if g == nil || g.group == nil {
-		return false, nil, ""
+		return false, 0, nil, ""
 	}
 	if g.needsMin() {
-		return true, nil, fmt.Sprintf("gang %s has %d of its min %d placed", k, len(g.placed), g.min())
+		if t := g.group.Spec.ScheduleTimeoutSeconds; t != nil && *t > 0 {
+			timeout = time.Duration(*t) * time.Second
+		}
+		return true, timeout, nil, fmt.Sprintf("gang %s has %d of its min %d placed", k, len(g.placed), g.min())
 	}
-	return false, allowReservedLocked(g), ""
+	return false, 0, allowReservedLocked(g), ""
 }
 
 func reservedLocked(g *gangEntry) []types.UID {
