@@ -91,12 +91,13 @@ soak: $(CONTROL_PLANE) $(BIN)/kube-controller-manager
 ## fuzz: run each fuzz target for FUZZTIME (default 10m); a crash stops it and leaves the input in the
 ##       package's testdata/fuzz, which then runs with the unit tests
 FUZZTIME ?= 10m
+FUZZFLAGS ?=
 FUZZ_TARGETS := ./pkg/cardmodel:FuzzParseNames ./pkg/cardmodel:FuzzParseRequest ./pkg/cardmodel:FuzzQueueCards \
 	./apis/config/scheme:FuzzDecodeArgs ./pkg/state:FuzzQueueSpec ./pkg/workload:FuzzClassify
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "== $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
-		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME); \
+		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS); \
 	done
 
 clean:

@@ -118,7 +118,7 @@ func report(results []*soak.Result, took time.Duration, steps int) string {
 	b.WriteString("# Reliability\n\nWritten by `make soak` (`go run ./cmd/soak`); do not edit by hand.\n\n")
 	fmt.Fprintf(&b, "- date: %s\n- seeds: %d (%d steps each), in %s\n\n", time.Now().UTC().Format(time.RFC3339), len(results), steps, took.Round(time.Second))
 	b.WriteString("Each seed runs on the same local etcd, kube-apiserver and kube-controller-manager (Deployments and ReplicaSets): 2 to 4 queues with card quota (H200, A100, H200 MIG slices; some through the Volcano annotation), 3 to 6 nodes, and one or two cardinal-scheduler replicas with leader election, reaching kube-apiserver through a proxy that delays and fails their binds, pod status patches, Queue and PodGroup status writes and pod deletions. Each step is one of: a gang with random [min, max], priority and preemptibility (from the PodGroup, the pod or the priority rule, sometimes invalid), a single pod, a Deployment created or scaled, a workload deleted, a gang's pending pods deleted, a node removed (its workloads deleted, as their operators would) or added, a node re-sliced between whole cards and MIG, a scheduler killed with SIGKILL and another started, the leader killed, the fault rate changed.\n\n")
-	b.WriteString("After every step, from the API alone: no queue above its capability per card model and cpu, counting bound pods; no gang bound below its min for longer than its Permit wait plus 30 s; no non-preemptible pod evicted; no non- or semi-preemptible gang that reached its min below it again; no pod bound twice. At the end, with faults off and pending pods deleted: the leader's `cardinal_queue_card_allocated` and `cardinal_queue_allocated{resource=\"cpu\"}`, and Queue status, equal a recount of bound pods; a plain pod that fits binds; no scheduler ended by itself.\n\n")
+	b.WriteString("After every step, from the API alone: no queue above its capability per card model and cpu, counting bound pods; no gang bound below its min for longer than its Permit wait (10 s, or its PodGroup's `scheduleTimeoutSeconds`, which some gangs set) plus 30 s; no non-preemptible pod evicted; no non- or semi-preemptible gang that reached its min below it again; no pod bound twice. At the end, with faults off and pending pods deleted: the leader's `cardinal_queue_card_allocated` and `cardinal_queue_allocated{resource=\"cpu\"}`, and Queue status, equal a recount of bound pods; a plain pod that fits binds; no scheduler ended by itself.\n\n")
 	var stepsRun, checks, restarts, failovers, violations int
 	byFault := map[string]int{}
 	byKind := map[string]int{}
@@ -143,6 +143,7 @@ func report(results []*soak.Result, took time.Duration, steps int) string {
 	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | **%d** |\n\n", len(results), stepsRun, checks, restarts, failovers, total, violations)
 	b.WriteString("Faults by write and kind: ")
 	b.WriteString(counts(byKind) + "; " + counts(byFault) + ".\n\n")
+	b.WriteString(found)
 	if violations > 0 {
 		b.WriteString("## Violations\n\n")
 		for _, r := range results {
@@ -154,6 +155,17 @@ func report(results []*soak.Result, took time.Duration, steps int) string {
 	}
 	return b.String()
 }
+
+// found lists the bugs the soak and the fuzz targets found, each with the
+// test that now covers it.
+const found = `## Bugs found, and the tests that now cover them
+
+- **A pod that named no card model could land, unchecked, on a node Cardinal had not seen yet.** kube-scheduler's snapshot can hold a new node before Cardinal's informer delivers it; the card Filter found no models on it and let the pod through, and the queue went over its capability for that node's model (seed 8: a queue with H200 capability 0 held an H200 card after a node was added). The Filter now refuses such a node until its models are known, and their arrival wakes the pod; the shortcut for pods that PreFilter found every node passes no longer applies once nodes changed during the cycle. Tests: ` + "`TestFilterNodeNotSeenYet`" + ` (pkg/cardquota) and the soak seeds in ` + "`make test`" + `.
+- **Two replicas on one host both acted as leader.** Cardinal's status writers judged leadership by the lease holder's host name, so with two replicas on one host both wrote Queue and PodGroup status and both served the scheduling state's metrics, the standby's numbers without the leader's reservations. Found building the soak's two-replica runs, which start both replicas on one host. They now start when kube-scheduler's own leader elector reports in the process's metrics that it leads. Tests: ` + "`TestLeadsHere`" + ` (pkg/controllers), ` + "`TestLeaderFailoverDuringAssembly`" + ` and the soak seeds in ` + "`make test`" + `.
+- **A PodGroup's ` + "`scheduleTimeoutSeconds`" + ` was ignored.** SPEC §1.2 says Cardinal reads it; every gang waited at Permit for the configuration's ` + "`permitWaitingTimeSeconds`" + `. Found writing the soak's gang generator from SPEC §1.2. Tests: ` + "`TestPermitTimeoutFromPodGroup`" + ` (pkg/coscheduling), ` + "`TestScheduleTimeoutFromPodGroup`" + ` (real apiserver).
+- **A Permit wait above 9223372036 s was accepted and wrapped to a negative duration**, so every gang timed out at once. Found by ` + "`FuzzDecodeArgs`" + `. Validation now refuses it, naming the field. Test: ` + "`TestValidateArgs`" + `.
+
+`
 
 func counts(m map[string]int) string {
 	keys := make([]string, 0, len(m))

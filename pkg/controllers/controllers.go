@@ -89,10 +89,8 @@ const schedulerElection = "kube-scheduler"
 // from g: whether this process leads. A replica that never led has no
 // such series.
 func leadsHere(g metrics.Gatherer) bool {
-	families, err := g.Gather()
-	if err != nil {
-		return false
-	}
+	// A collector that fails still leaves the others' families.
+	families, _ := g.Gather()
 	for _, f := range families {
 		if f.GetName() != "leader_election_master_status" {
 			continue

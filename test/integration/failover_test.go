@@ -47,13 +47,11 @@ func TestLeaderFailoverDuringAssembly(t *testing.T) {
 	createPods(t, gangPods(ns, "b", 2, 1)...)
 	createNodes(t, gpuNodes("failover-b", 1, 1)...)
 
+	partly := partialWatch{}
 	check := func() error {
 		got := boundPerGang(t, ns)
-		if a := got["a"]; a != 0 && a != 4 {
-			return fmt.Errorf("gang a partly bound: %d of 4 (%v)", a, got)
-		}
-		if b := got["b"]; b != 0 && b != 2 {
-			return fmt.Errorf("gang b partly bound: %d of 2 (%v)", b, got)
+		if err := partly.check(got, map[string]int{"a": 4, "b": 2}); err != nil {
+			return err
 		}
 		if got["a"]+got["b"] > 4 {
 			return fmt.Errorf("queue failover holds %d cards, capability 4 (%v)", got["a"]+got["b"], got)
@@ -70,7 +68,11 @@ func TestLeaderFailoverDuringAssembly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after the failover no gang ran whole: %v (%v)", err, boundPerGang(t, ns))
 	}
-	holdFor(t, holdWindow, check)
+	got := boundPerGang(t, ns)
+	if !(got["a"] == 4 && got["b"] == 0 || got["a"] == 0 && got["b"] == 2) {
+		t.Fatalf("want one gang whole and the other not at all, got %v", got)
+	}
+	holdCountsWithin(t, ns, holdWindow, map[string][2]int{"a": {got["a"], got["a"]}, "b": {got["b"], got["b"]}})
 }
 
 // waitMetric waits until a scheduler's /metrics has a line containing want.

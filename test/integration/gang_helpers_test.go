@@ -107,3 +107,33 @@ func equalCounts(got, want map[string]int) bool {
 	}
 	return true
 }
+
+// landing bounds how long the API calls of one decision (a gang's binds,
+// a preemption's deletions), one call each, may take to land on a loaded
+// machine.
+const landing = 10 * time.Second
+
+// partialWatch tells a gang caught partly bound while its binds or
+// deletions land from one left that way.
+type partialWatch map[string]time.Time
+
+// check returns an error if a gang of mins has stayed bound at some count
+// between 0 and its min for longer than landing.
+func (w partialWatch) check(got, mins map[string]int) error {
+	for g, m := range mins {
+		n := got[g]
+		if n == 0 || n >= m {
+			delete(w, g)
+			continue
+		}
+		since, ok := w[g]
+		if !ok {
+			w[g] = time.Now()
+			continue
+		}
+		if time.Since(since) > landing {
+			return fmt.Errorf("gang %s stayed partly bound, %d of %d, for over %s (%v)", g, n, m, landing, got)
+		}
+	}
+	return nil
+}

@@ -96,16 +96,11 @@ func wholeLowPriorityGangGoes(t *testing.T, i int, configPath string) {
 	// The victims are deleted one API call each, so a list may catch low
 	// between 4 and 0 for a moment; what must not happen is low staying
 	// there.
-	var partSince time.Time
+	partly := partialWatch{}
 	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
 		got := boundPerGang(t, ns)
-		switch low := got["low"]; {
-		case low == 0 || low == 4:
-			partSince = time.Time{}
-		case partSince.IsZero():
-			partSince = time.Now()
-		case time.Since(partSince) > evictionsLanding:
-			return false, fmt.Errorf("gang low stayed partly running, %d of 4, for %s", low, evictionsLanding)
+		if err := partly.check(got, map[string]int{"low": 4}); err != nil {
+			return false, err
 		}
 		return got["high"] == 2 && got["low"] == 0, nil
 	})
@@ -121,9 +116,6 @@ func wholeLowPriorityGangGoes(t *testing.T, i int, configPath string) {
 	holdCountsWithin(t, ns, holdWindow, map[string][2]int{"low": {0, 0}, "high": {2, 2}})
 }
 
-// evictionsLanding bounds how long the deletions of one preemption's
-// victims may take to land, one API call each, on a loaded machine.
-const evictionsLanding = 10 * time.Second
 
 // TestElasticPodsBeforeWholeGangs: two low-priority gangs (min 2 of 4),
 // one per node; a higher-priority gang of 4 one-card pods could take one

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -30,8 +31,12 @@ type ledger struct {
 	evictions []eviction
 	// violations found by the watch itself.
 	violations []string
-	// nodes is the world's nodes, for the models of bound pods.
-	nodes func(string) *node
+	// nodeModels are the card models of each node's resources, as the
+	// runner last set them, for the models of bound pods.
+	nodeModels map[string]map[corev1.ResourceName]string
+	// targeted are pods seen marked a disruption target by Cardinal: if
+	// the watch misses a deletion, its stand-in has an older state.
+	targeted map[types.UID]bool
 }
 
 type eviction struct {
@@ -39,17 +44,42 @@ type eviction struct {
 	when time.Time
 }
 
-func newLedger(nodes func(string) *node) *ledger {
-	return &ledger{boundTo: map[types.UID]string{}, model: map[types.UID]string{}, nodes: nodes}
+func newLedger() *ledger {
+	return &ledger{boundTo: map[types.UID]string{}, model: map[types.UID]string{},
+		nodeModels: map[string]map[corev1.ResourceName]string{}, targeted: map[types.UID]bool{}}
+}
+
+// setNode records a node's card models (nil: the node is gone).
+func (l *ledger) setNode(name string, models map[corev1.ResourceName]string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if models == nil {
+		delete(l.nodeModels, name)
+		return
+	}
+	l.nodeModels[name] = maps.Clone(models)
+}
+
+// evicted tells whether Cardinal marked p a disruption target.
+func evicted(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
+			return true
+		}
+	}
+	return false
 }
 
 // seen records a pod's state from the watch.
 func (l *ledger) seen(p *corev1.Pod) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if evicted(p) {
+		l.targeted[p.UID] = true
+	}
 	if p.Spec.NodeName == "" {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if was, ok := l.boundTo[p.UID]; ok {
 		if was != p.Spec.NodeName {
 			l.violations = append(l.violations, fmt.Sprintf("pod %s/%s bound twice: to %s, then to %s", p.Namespace, p.Name, was, p.Spec.NodeName))
@@ -57,11 +87,9 @@ func (l *ledger) seen(p *corev1.Pod) {
 		return
 	}
 	l.boundTo[p.UID] = p.Spec.NodeName
-	if n := l.nodes(p.Spec.NodeName); n != nil {
-		for r, m := range n.models {
-			if q, ok := p.Spec.Containers[0].Resources.Requests[r]; ok && !q.IsZero() {
-				l.model[p.UID] = m
-			}
+	for r, m := range l.nodeModels[p.Spec.NodeName] {
+		if q, ok := p.Spec.Containers[0].Resources.Requests[r]; ok && !q.IsZero() {
+			l.model[p.UID] = m
 		}
 	}
 }
@@ -69,14 +97,12 @@ func (l *ledger) seen(p *corev1.Pod) {
 // gone records a pod's last state: an eviction if Cardinal marked it a
 // disruption target.
 func (l *ledger) gone(p *corev1.Pod) {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
-			l.mu.Lock()
-			l.evictions = append(l.evictions, eviction{pod: p, when: time.Now()})
-			l.mu.Unlock()
-			return
-		}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if evicted(p) || l.targeted[p.UID] {
+		l.evictions = append(l.evictions, eviction{pod: p, when: time.Now()})
 	}
+	delete(l.targeted, p.UID)
 }
 
 // snapshot is what one check reads from the API.
@@ -96,8 +122,8 @@ type checker struct {
 	reachedMin map[string]bool
 	// evictionsChecked is how many of the ledger's evictions were judged.
 	evictionsChecked int
-	// partialGrace is how long a gang may be bound below min: the Permit
-	// timeout plus time for binds, retries and evictions to land.
+	// partialGrace is how long a gang may be bound below min beyond its
+	// Permit wait: time for binds, retries and evictions to land.
 	partialGrace time.Duration
 	checks       int
 }
@@ -160,7 +186,7 @@ func (c *checker) quota(s snapshot) []string {
 		caps := cardCaps(q)
 		for m, used := range cards[q.Name] {
 			if capacity, ok := caps[m]; !ok && used > 0 || used > capacity {
-				out = append(out, fmt.Sprintf("queue %s uses %d %s cards, capability %d", q.Name, used, m, caps[m]))
+				out = append(out, fmt.Sprintf("queue %s uses %d %s cards, capability %d: %s", q.Name, used, m, caps[m], c.holders(s, q.Name, m)))
 			}
 		}
 		if capQty, ok := q.Spec.Capability[corev1.ResourceCPU]; ok && cpu[q.Name] > capQty.MilliValue() {
@@ -168,6 +194,20 @@ func (c *checker) quota(s snapshot) []string {
 		}
 	}
 	return out
+}
+
+// holders names the bound pods of queue charged for model.
+func (c *checker) holders(s snapshot, queue, model string) string {
+	c.ledger.mu.Lock()
+	defer c.ledger.mu.Unlock()
+	var out []string
+	for i := range s.pods {
+		p := &s.pods[i]
+		if bound(p) && p.Namespace == queue && c.ledger.model[p.UID] == model {
+			out = append(out, p.Name+" on "+p.Spec.NodeName)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // cardCaps is a queue's capability per card model, spec.cards first, then
@@ -188,7 +228,8 @@ func cardCaps(q *v1alpha1.Queue) map[string]int64 {
 	return out
 }
 
-// gangs: no gang bound below its min for longer than partialGrace (SPEC
+// gangs: no gang bound below its min for longer than its Permit wait
+// plus partialGrace (SPEC
 // §2.1, §2.2, §5.3); and a gang whose min members may not be evicted
 // (non- or semi-preemptible) that reached min stays there until the run
 // deletes it (SPEC §5.2).
@@ -219,7 +260,7 @@ func (c *checker) gangs(s snapshot, now time.Time) []string {
 			c.partialSince[k] = now
 			continue
 		}
-		if now.Sub(since) > c.partialGrace {
+		if now.Sub(since) > max(permitWait, wl.timeout)+c.partialGrace {
 			out = append(out, fmt.Sprintf("gang %s has been bound below its min (%d of %d) for %s", k, b, wl.min, now.Sub(since).Round(time.Second)))
 			delete(c.partialSince, k) // said once
 		}
@@ -227,8 +268,8 @@ func (c *checker) gangs(s snapshot, now time.Time) []string {
 	return out
 }
 
-// evictions: Cardinal evicted no non-preemptible pod, and of a
-// semi-preemptible gang only pods beyond its min (SPEC §5.2).
+// evictions: Cardinal evicted no non-preemptible pod (SPEC §5.2; that a
+// semi-preemptible gang keeps its min is checked by gangs).
 func (c *checker) evictions(s snapshot) []string {
 	c.ledger.mu.Lock()
 	evs := c.ledger.evictions[c.evictionsChecked:]

@@ -11,9 +11,11 @@ import (
 	"time"
 )
 
+// client reads schedulers' secure ports.
+var client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second} //nolint:gosec // a local scheduler's self-signed certificate
+
 // get reads path from a scheduler's secure port.
 func get(ctx context.Context, port int, path string) ([]byte, error) {
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second} //nolint:gosec // a local scheduler's self-signed certificate
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", port, path), nil)
 	if err != nil {
 		return nil, err

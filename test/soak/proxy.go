@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -146,20 +145,27 @@ func (p *Proxy) pick(kind string) (string, time.Duration) {
 	return fault, time.Duration(100+p.rng.IntN(1900)) * time.Millisecond
 }
 
-// classify names the faultable write a request is, or "".
+// classify names the faultable write a request is, or "": paths end
+// .../pods/NAME/binding, .../<resource>/NAME/status, or .../pods/NAME for a
+// deletion.
 func classify(method, path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	last := parts[len(parts)-1]
+	n := len(parts)
+	if n < 3 {
+		return ""
+	}
+	sub, resource := parts[n-1], parts[n-3]
+	write := method == http.MethodPatch || method == http.MethodPut
 	switch {
-	case method == http.MethodPost && last == "binding" && slices.Contains(parts, "pods"):
+	case method == http.MethodPost && sub == "binding" && resource == "pods":
 		return kindBind
-	case (method == http.MethodPatch || method == http.MethodPut) && last == "status" && slices.Contains(parts, "pods"):
+	case write && sub == "status" && resource == "pods":
 		return kindPodStatus
-	case (method == http.MethodPatch || method == http.MethodPut) && last == "status" && slices.Contains(parts, "queues"):
+	case write && sub == "status" && resource == "queues":
 		return kindQueueStatus
-	case (method == http.MethodPatch || method == http.MethodPut) && last == "status" && slices.Contains(parts, "podgroups"):
+	case write && sub == "status" && resource == "podgroups":
 		return kindGroupStatus
-	case method == http.MethodDelete && len(parts) >= 2 && parts[len(parts)-2] == "pods":
+	case method == http.MethodDelete && parts[n-2] == "pods":
 		return kindPodDelete
 	}
 	return ""

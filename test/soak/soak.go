@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	"sigs.k8s.io/yaml"
@@ -46,16 +47,17 @@ import (
 // so that gangs give up and replicas take over within a step or two.
 const (
 	permitWait    = 10 * time.Second
-	leaseDuration = 4 * time.Second
-	// partialGrace bounds how long a gang may stay bound below min: its
-	// Permit wait, then room for a failed bind's retry after the gang's
-	// backoff and for evictions to land.
-	partialGrace = permitWait + 30*time.Second
+	leaseDuration = 6 * time.Second
+	// partialGrace bounds how long a gang may stay bound below min after
+	// its Permit wait (permitWait, or its PodGroup's
+	// scheduleTimeoutSeconds): room for a failed bind's retry after the
+	// gang's backoff, and for evictions to land.
+	partialGrace = 30 * time.Second
 	// fitsWithin bounds how long a pod that fits may take to bind.
 	fitsWithin = 45 * time.Second
 	// quietWithin bounds how long the scheduler's numbers may take to
 	// equal a recount from the API once nothing changes.
-	quietWithin = 30 * time.Second
+	quietWithin = 45 * time.Second
 )
 
 // Options configure runs.
@@ -152,16 +154,14 @@ func (r *runner) setUp(ctx context.Context) error {
 	}
 	w.makeQueues()
 	for _, q := range w.queues {
-		if _, err := r.c.cardinal.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: q.Name, Labels: map[string]string{v1alpha1.QueueLabel: q.Name, RunLabel: w.run}}}
-		if _, err := r.c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		if err := r.createQueue(ctx, q); err != nil {
 			return err
 		}
 	}
+	led := newLedger()
+	r.checker = &checker{ledger: led, world: w, partialSince: map[string]time.Time{}, reachedMin: map[string]bool{}, partialGrace: partialGrace}
 	for range 3 + w.pick(4) {
-		if _, err := r.c.kube.CoreV1().Nodes().Create(ctx, w.newNode(), metav1.CreateOptions{}); err != nil {
+		if err := r.addNode(ctx); err != nil {
 			return err
 		}
 	}
@@ -185,8 +185,6 @@ func (r *runner) setUp(ctx context.Context) error {
 	}
 	r.log("  %d queues, %d nodes, %d scheduler replicas, faults on %.0f%% of writes", len(w.queues), len(w.nodes), w.replicas, w.faults*100)
 
-	led := newLedger(func(name string) *node { return w.nodes[name] })
-	r.checker = &checker{ledger: led, world: w, partialSince: map[string]time.Time{}, reachedMin: map[string]bool{}, partialGrace: partialGrace}
 	wctx, stop := context.WithCancel(ctx)
 	r.stop = stop
 	f := informers.NewSharedInformerFactoryWithOptions(r.c.kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -210,6 +208,16 @@ func (r *runner) setUp(ctx context.Context) error {
 	return nil
 }
 
+// createQueue makes a queue and a namespace of its name in it.
+func (r *runner) createQueue(ctx context.Context, q *v1alpha1.Queue) error {
+	if _, err := r.c.cardinal.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: q.Name, Labels: map[string]string{v1alpha1.QueueLabel: q.Name, RunLabel: r.w.run}}}
+	_, err := r.c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	return err
+}
+
 // soakConfig writes the scheduler configuration the run uses:
 // config/scheduler-config.yaml with a lease a replica takes over within
 // seconds, and a short Permit wait.
@@ -227,18 +235,21 @@ func soakConfig(path, dir, run string) (string, error) {
 		return "", fmt.Errorf("%s: no leaderElection", path)
 	}
 	le["leaseDuration"] = leaseDuration.String()
-	le["renewDeadline"] = (leaseDuration * 3 / 4).String()
-	le["retryPeriod"] = (leaseDuration / 4).String()
+	le["renewDeadline"] = (leaseDuration * 2 / 3).String()
+	le["retryPeriod"] = (leaseDuration / 6).String()
 	profiles, _ := cfg["profiles"].([]any)
 	for _, p := range profiles {
 		pm, _ := p.(map[string]any)
 		pcs, _ := pm["pluginConfig"].([]any)
 		for _, pc := range pcs {
 			pcm, _ := pc.(map[string]any)
-			if pcm["name"] == "CardinalGang" {
-				args, _ := pcm["args"].(map[string]any)
+			args, _ := pcm["args"].(map[string]any)
+			switch pcm["name"] {
+			case "CardinalGang":
 				args["permitWaitingTimeSeconds"] = int(permitWait / time.Second)
 				args["podGroupBackoffSeconds"] = 2
+			case "CardinalCardQuota":
+				args["cardUnlimitedCpuMemory"] = false // the cpu checks count card pods' cpu
 			}
 		}
 	}
@@ -265,14 +276,21 @@ func (r *runner) step(ctx context.Context, i int) error {
 	w := r.w
 	for _, s := range r.scheds {
 		if err := s.Exited(); err != nil {
-			r.violate(fmt.Sprintf("a scheduler ended by itself: %v (log %s)", err, s.LogPath))
+			// kube-scheduler ends when it cannot renew its lease in time,
+			// by design; anything else is a crash.
+			if log, _ := os.ReadFile(s.LogPath); !strings.Contains(string(log), "leaderelection lost") {
+				r.violate(fmt.Sprintf("a scheduler ended by itself: %v (log %s)", err, s.LogPath))
+			}
 			r.scheds = without(r.scheds, s)
 			if err := r.startScheduler(); err != nil {
 				return err
 			}
 		}
 	}
-	switch roll := w.pick(100); {
+	// Every step draws the same numbers whatever the API shows, so a seed
+	// keeps its steps when placements differ.
+	roll, choice := w.pick(100), w.pick(1<<20)
+	switch {
 	case roll < 30:
 		wl, pg, pods := w.newGang(false)
 		r.log("  %d: gang %s/%s, min %d of %d, %d %s each, %s, %s", i, wl.ns, wl.name, wl.min, len(pods), wl.cards, wl.res, wl.priority, wl.preempt)
@@ -294,37 +312,37 @@ func (r *runner) step(ctx context.Context, i int) error {
 		if len(ds) == 0 {
 			return nil
 		}
-		wl := ds[w.pick(len(ds))]
-		wl.replicas = int32(w.pick(4))
+		wl := ds[choice%len(ds)]
+		wl.replicas = int32(choice % 4)
 		r.log("  %d: Deployment %s/%s scaled to %d", i, wl.ns, wl.name, wl.replicas)
-		d, err := r.c.kube.AppsV1().Deployments(wl.ns).Get(ctx, wl.name, metav1.GetOptions{})
-		if err != nil {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := r.c.kube.AppsV1().Deployments(wl.ns).Get(ctx, wl.name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			d.Spec.Replicas = ptr.To(wl.replicas)
+			_, err = r.c.kube.AppsV1().Deployments(wl.ns).Update(ctx, d, metav1.UpdateOptions{})
 			return err
-		}
-		d.Spec.Replicas = ptr.To(wl.replicas)
-		_, err = r.c.kube.AppsV1().Deployments(wl.ns).Update(ctx, d, metav1.UpdateOptions{})
-		return err
+		})
 	case roll < 62:
 		ws := w.liveWork("")
 		if len(ws) == 0 {
 			return nil
 		}
-		wl := ws[w.pick(len(ws))]
+		wl := ws[choice%len(ws)]
 		r.log("  %d: delete %s %s/%s", i, wl.kind, wl.ns, wl.name)
 		return r.deleteWork(ctx, wl)
 	case roll < 67:
-		return r.deletePending(ctx, i)
+		return r.deletePending(ctx, i, choice)
 	case roll < 72:
-		return r.removeNode(ctx, i)
+		return r.removeNode(ctx, i, choice)
 	case roll < 77:
-		n := w.newNode()
-		r.log("  %d: add node %s (%v)", i, n.Name, w.nodes[n.Name].models)
-		_, err := r.c.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		return err
+		r.log("  %d: add a node", i)
+		return r.addNode(ctx)
 	case roll < 81:
-		return r.reslice(ctx, i)
+		return r.reslice(ctx, i, choice)
 	case roll < 87:
-		s := r.scheds[w.pick(len(r.scheds))]
+		s := r.scheds[choice%len(r.scheds)]
 		r.log("  %d: kill -9 a scheduler, start another", i)
 		s.Kill()
 		r.scheds = without(r.scheds, s)
@@ -344,7 +362,7 @@ func (r *runner) step(ctx context.Context, i int) error {
 		r.res.Failovers++
 		return r.startScheduler()
 	default:
-		w.faults = []float64{0, 0.05, 0.15, 0.3}[w.pick(4)]
+		w.faults = []float64{0, 0.05, 0.15, 0.3}[choice%4]
 		r.log("  %d: faults on %.0f%% of writes", i, w.faults*100)
 		r.proxy.SetRate(w.faults)
 	}
@@ -388,23 +406,37 @@ func (r *runner) deleteWork(ctx context.Context, wl *workload) error {
 	return ignoreNotFound(err)
 }
 
-// deletePending deletes a gang's pods that are not bound: a job scaled in
-// before its elastic pods ran.
-func (r *runner) deletePending(ctx context.Context, i int) error {
+// deletePending deletes some of a gang's pods that are not bound, as a
+// job scaled in does, keeping at least min pods: a gang partly bound (a
+// bind failed and waits to retry) is left alone.
+func (r *runner) deletePending(ctx context.Context, i, choice int) error {
 	gangs := r.w.liveWork("gang")
 	if len(gangs) == 0 {
 		return nil
 	}
-	wl := gangs[r.w.pick(len(gangs))]
-	n := 0
-	for _, name := range wl.pods {
-		p, err := r.c.kube.CoreV1().Pods(wl.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || p.Spec.NodeName != "" {
+	wl := gangs[choice%len(gangs)]
+	pods, err := r.podsOf(ctx, wl)
+	if err != nil {
+		return err
+	}
+	bound := 0
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	if bound > 0 && bound < wl.min {
+		return nil
+	}
+	left, n := len(pods), 0
+	for _, p := range pods {
+		if p.Spec.NodeName != "" || left <= wl.min {
 			continue
 		}
-		// Only if still unbound: a bind in flight wins.
+		// Only if still unbound: a bind that landed since wins.
 		pre := metav1.Preconditions{ResourceVersion: &p.ResourceVersion}
-		if ignoreNotFound(r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &pre})) == nil {
+		if r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &pre}) == nil {
+			left--
 			n++
 		}
 	}
@@ -412,20 +444,67 @@ func (r *runner) deletePending(ctx context.Context, i int) error {
 	return nil
 }
 
+// podsOf lists a gang's or single pod's pods that exist.
+func (r *runner) podsOf(ctx context.Context, wl *workload) ([]corev1.Pod, error) {
+	var out []corev1.Pod
+	for _, name := range wl.pods {
+		p, err := r.c.kube.CoreV1().Pods(wl.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			if ignoreNotFound(err) == nil {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, nil
+}
+
+// addNode makes a node of a random kind.
+func (r *runner) addNode(ctx context.Context) error {
+	n := r.w.newNode()
+	r.checker.ledger.setNode(n.Name, r.w.nodes[n.Name].models)
+	_, err := r.c.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	return err
+}
+
+// cordon marks a node unschedulable (or not) and waits a moment for the
+// schedulers to see it, so nothing binds there while it is drained.
+func (r *runner) cordon(ctx context.Context, name string, off bool) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := r.c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Unschedulable = off
+		_, err = r.c.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	sleepFor(ctx, 500*time.Millisecond)
+	return err
+}
+
 // removeNode deletes a node, and with it, as a cluster's job operators
 // would, every workload with a pod on it.
-func (r *runner) removeNode(ctx context.Context, i int) error {
+func (r *runner) removeNode(ctx context.Context, i, choice int) error {
 	names := sortedKeys(r.w.nodes)
 	if len(names) <= 2 {
 		return nil
 	}
-	name := names[r.w.pick(len(names))]
+	name := names[choice%len(names)]
 	r.log("  %d: remove node %s and the workloads on it", i, name)
+	if err := r.cordon(ctx, name, true); err != nil {
+		return err
+	}
 	if err := r.drain(ctx, name); err != nil {
 		return err
 	}
 	delete(r.w.nodes, name)
-	return ignoreNotFound(r.c.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}))
+	if err := ignoreNotFound(r.c.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
+		return err
+	}
+	r.checker.ledger.setNode(name, nil)
+	return nil
 }
 
 // drain deletes every workload with a pod on node.
@@ -446,7 +525,7 @@ func (r *runner) drain(ctx context.Context, nodeName string) error {
 
 // reslice turns a whole-card H200 node into MIG slices or back, drained
 // first (SPEC §3.6).
-func (r *runner) reslice(ctx context.Context, i int) error {
+func (r *runner) reslice(ctx context.Context, i, choice int) error {
 	var cands []string
 	for _, name := range sortedKeys(r.w.nodes) {
 		if _, ok := r.w.nodes[name].models[migRes]; ok || r.w.nodes[name].models[builder.GPUResource] == h200 {
@@ -456,7 +535,10 @@ func (r *runner) reslice(ctx context.Context, i int) error {
 	if len(cands) == 0 {
 		return nil
 	}
-	name := cands[r.w.pick(len(cands))]
+	name := cands[choice%len(cands)]
+	if err := r.cordon(ctx, name, true); err != nil {
+		return err
+	}
 	if err := r.drain(ctx, name); err != nil {
 		return err
 	}
@@ -480,8 +562,11 @@ func (r *runner) reslice(ctx context.Context, i int) error {
 		nd.models = map[corev1.ResourceName]string{migRes: h200MIG}
 	}
 	r.log("  %d: re-slice node %s to %v", i, name, nd.models)
-	_, err = r.c.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-	return err
+	r.checker.ledger.setNode(name, nd.models)
+	if _, err = r.c.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return r.cordon(ctx, name, false)
 }
 
 // leader is the replica that leads: the one serving Cardinal's metrics.
@@ -520,16 +605,10 @@ func (r *runner) snapshot(ctx context.Context) (snapshot, error) {
 func (r *runner) finish(ctx context.Context) error {
 	r.proxy.SetRate(0)
 	// What cannot run now will not: pods left pending hold reservations
-	// the API does not show.
+	// the API does not show. Gangs not whole go whole; of the others, what
+	// is not bound goes.
 	for _, wl := range r.w.liveWork("") {
-		if wl.kind != "deployment" {
-			if err := r.deletePendingOf(ctx, wl); err != nil {
-				return err
-			}
-		}
-	}
-	for _, wl := range r.w.liveWork("deployment") {
-		if err := r.deleteWork(ctx, wl); err != nil {
+		if err := r.settle(ctx, wl); err != nil {
 			return err
 		}
 	}
@@ -538,25 +617,52 @@ func (r *runner) finish(ctx context.Context) error {
 		if err := r.checkNow(ctx); err != nil {
 			return false, err
 		}
+		// A ReplicaSet the deployment controller had not yet seen deleted
+		// may have made pods since: no garbage collector runs here.
+		for _, q := range r.w.queues {
+			if err := r.c.kube.CoreV1().Pods(q.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+				metav1.ListOptions{LabelSelector: RunLabel + "=" + r.w.run + ",app", FieldSelector: "spec.nodeName="}); err != nil {
+				return false, err
+			}
+		}
 		last = r.compareNumbers(ctx)
 		return last == "", nil
 	})
 	if err != nil {
+		if last == "" {
+			return fmt.Errorf("waiting for the run to go quiet: %w", err)
+		}
 		r.violate(fmt.Sprintf("once quiet, the scheduler's numbers still differ from the API after %s: %s", quietWithin, last))
 	}
 	return r.probe(ctx)
 }
 
-// deletePendingOf deletes a workload's pods not bound; a gang left with
-// some but fewer than min bound is deleted whole.
-func (r *runner) deletePendingOf(ctx context.Context, wl *workload) error {
-	for _, name := range wl.pods {
-		p, err := r.c.kube.CoreV1().Pods(wl.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || p.Spec.NodeName != "" {
+// settle ends a workload's pending part: a Deployment is deleted; a gang
+// with fewer than min pods bound is deleted whole; of the rest, pods not
+// bound are deleted.
+func (r *runner) settle(ctx context.Context, wl *workload) error {
+	if wl.kind == "deployment" {
+		return r.deleteWork(ctx, wl)
+	}
+	pods, err := r.podsOf(ctx, wl)
+	if err != nil {
+		return err
+	}
+	bound := 0
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	if bound < wl.min {
+		return r.deleteWork(ctx, wl)
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
 			continue
 		}
 		pre := metav1.Preconditions{ResourceVersion: &p.ResourceVersion}
-		_ = r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &pre})
+		_ = r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &pre})
 	}
 	return nil
 }
@@ -615,7 +721,11 @@ func (r *runner) compareNumbers(ctx context.Context) string {
 
 // probe checks the scheduler still schedules: a plain pod that fits binds.
 func (r *runner) probe(ctx context.Context) error {
-	q := r.w.queues[0]
+	q := builder.MakeQueue(r.w.run + "-probe").Obj()
+	if err := r.createQueue(ctx, q); err != nil {
+		return err
+	}
+	r.w.queues = append(r.w.queues, q)
 	p := builder.MakePod(q.Name, "probe").Label(RunLabel, r.w.run).NodeSelector(RunLabel, r.w.run).Req(corev1.ResourceCPU, "10m").Obj()
 	if _, err := r.c.kube.CoreV1().Pods(q.Name).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		return err
@@ -635,7 +745,7 @@ func (r *runner) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, s := range r.scheds {
-		s.Kill()
+		s.Stop() // SIGTERM: the leader gives its lease back for whatever runs next
 	}
 	if r.stop != nil {
 		r.stop()

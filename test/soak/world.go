@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,8 @@ type workload struct {
 	deleted   bool
 	replicas  int32
 	generated int
+	// timeout is the PodGroup's scheduleTimeoutSeconds, 0 if unset.
+	timeout time.Duration
 }
 
 // world is what a seed's run made and still has.
@@ -166,6 +169,11 @@ func (w *world) newGang(single bool) (*workload, *schedv1alpha1.PodGroup, []*cor
 		pg = &schedv1alpha1.PodGroup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: wl.ns, Name: wl.name, Labels: groupLabels},
 			Spec:       schedv1alpha1.PodGroupSpec{MinMember: int32(wl.min)},
+		}
+		if w.chance(0.3) {
+			secs := int32(3 + w.pick(10))
+			pg.Spec.ScheduleTimeoutSeconds = &secs
+			wl.timeout = time.Duration(secs) * time.Second
 		}
 	}
 	pods := make([]*corev1.Pod, 0, n)
