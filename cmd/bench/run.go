@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,15 +196,7 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 }
 
 func install(ctx context.Context, cp *controlplane.ControlPlane, root string) error {
-	objs, err := controlplane.KustomizeBuild(filepath.Join(root, "config"))
-	if err != nil {
-		return err
-	}
-	a, err := controlplane.NewApplier(cp.Config())
-	if err != nil {
-		return err
-	}
-	return a.Apply(ctx, objs, false)
+	return cp.Install(ctx, filepath.Join(root, "config"))
 }
 
 // installPeer installs what scheduler-plugins' CapacityScheduling reads:
@@ -369,21 +358,7 @@ func printRequests(before, after map[string]float64) {
 
 // get reads a path of the scheduler's secure port.
 func get(ctx context.Context, port int, path string) ([]byte, error) {
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Minute} //nolint:gosec // a local scheduler's self-signed certificate
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", port, path), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
-	}
-	return body, err
+	return (&controlplane.Scheduler{Port: port}).Get(ctx, path)
 }
 
 // scrape reads the scheduler's /metrics.

@@ -53,15 +53,7 @@ func run(ctx context.Context, first uint64, seeds, steps int, limit time.Duratio
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
 	defer cp.Stop()
-	objs, err := controlplane.KustomizeBuild(filepath.Join(root, "config"))
-	if err != nil {
-		return err
-	}
-	a, err := controlplane.NewApplier(cp.Config())
-	if err != nil {
-		return err
-	}
-	if err := a.Apply(ctx, objs, false); err != nil {
+	if err := cp.Install(ctx, filepath.Join(root, "config")); err != nil {
 		return fmt.Errorf("installing config/: %w", err)
 	}
 	var log io.Writer

@@ -46,6 +46,20 @@ func KustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
 	return objs, nil
 }
 
+// Install applies the kustomization at dir (config/) as `kubectl apply -k`
+// does, as the administrator.
+func (cp *ControlPlane) Install(ctx context.Context, dir string) error {
+	objs, err := KustomizeBuild(dir)
+	if err != nil {
+		return err
+	}
+	a, err := NewApplier(cp.Config())
+	if err != nil {
+		return err
+	}
+	return a.Apply(ctx, objs, false)
+}
+
 // ReadManifests reads the objects of multi-document YAML files, in order.
 func ReadManifests(paths ...string) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured

@@ -1,11 +1,16 @@
 package controlplane
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -73,6 +78,30 @@ func (cp *ControlPlane) startScheduler(binary, configPath string, admin bool, se
 		return nil, err
 	}
 	return &Scheduler{Process: p, LogPath: logPath, Port: ports[0]}, nil
+}
+
+// localClient reads schedulers' secure ports, whose certificates are
+// self-signed.
+var localClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Minute} //nolint:gosec // a local scheduler's self-signed certificate
+
+// Get reads path (e.g. /metrics) from the scheduler's secure port; the
+// scheduler must allow it without credentials
+// (--authorization-always-allow-paths).
+func (s *Scheduler) Get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", s.Port, path), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := localClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return body, err
 }
 
 // withKubeconfig copies the scheduler configuration at src to dst with

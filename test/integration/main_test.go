@@ -50,14 +50,7 @@ func run(m *testing.M) int {
 	env.kube = kubernetes.NewForConfigOrDie(cp.Config())
 	env.cardinal = cardinalclient.NewForConfigOrDie(cp.Config())
 
-	objs, err := controlplane.KustomizeBuild(filepath.Join(root, "config"))
-	if err == nil {
-		var a *controlplane.Applier
-		if a, err = controlplane.NewApplier(cp.Config()); err == nil {
-			err = a.Apply(ctx, objs, false)
-		}
-	}
-	if err != nil {
+	if err := cp.Install(ctx, filepath.Join(root, "config")); err != nil {
 		fmt.Fprintln(os.Stderr, "installing config/:", err)
 		return 1
 	}

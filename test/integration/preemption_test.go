@@ -116,7 +116,6 @@ func wholeLowPriorityGangGoes(t *testing.T, i int, configPath string) {
 	holdCountsWithin(t, ns, holdWindow, map[string][2]int{"low": {0, 0}, "high": {2, 2}})
 }
 
-
 // TestElasticPodsBeforeWholeGangs: two low-priority gangs (min 2 of 4),
 // one per node; a higher-priority gang of 4 one-card pods could take one
 // node whole, breaking a gang, or the elastic pods of both: it takes the

@@ -415,15 +415,9 @@ func (r *runner) deletePending(ctx context.Context, i, choice int) error {
 		return nil
 	}
 	wl := gangs[choice%len(gangs)]
-	pods, err := r.podsOf(ctx, wl)
+	pods, bound, err := r.podsOf(ctx, wl)
 	if err != nil {
 		return err
-	}
-	bound := 0
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			bound++
-		}
 	}
 	if bound > 0 && bound < wl.min {
 		return nil
@@ -444,20 +438,23 @@ func (r *runner) deletePending(ctx context.Context, i, choice int) error {
 	return nil
 }
 
-// podsOf lists a gang's or single pod's pods that exist.
-func (r *runner) podsOf(ctx context.Context, wl *workload) ([]corev1.Pod, error) {
-	var out []corev1.Pod
+// podsOf lists a gang's or single pod's pods that exist, and how many of
+// them are bound.
+func (r *runner) podsOf(ctx context.Context, wl *workload) (pods []corev1.Pod, bound int, err error) {
 	for _, name := range wl.pods {
 		p, err := r.c.kube.CoreV1().Pods(wl.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			if ignoreNotFound(err) == nil {
 				continue
 			}
-			return nil, err
+			return nil, 0, err
 		}
-		out = append(out, *p)
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+		pods = append(pods, *p)
 	}
-	return out, nil
+	return pods, bound, nil
 }
 
 // addNode makes a node of a random kind.
@@ -572,7 +569,7 @@ func (r *runner) reslice(ctx context.Context, i, choice int) error {
 // leader is the replica that leads: the one serving Cardinal's metrics.
 func (r *runner) leader(ctx context.Context) *controlplane.Scheduler {
 	for _, s := range r.scheds {
-		if body, err := get(ctx, s.Port, "/metrics"); err == nil && strings.Contains(string(body), "cardinal_gangs{") {
+		if body, err := s.Get(ctx, "/metrics"); err == nil && strings.Contains(string(body), "cardinal_gangs{") {
 			return s
 		}
 	}
@@ -644,15 +641,9 @@ func (r *runner) settle(ctx context.Context, wl *workload) error {
 	if wl.kind == "deployment" {
 		return r.deleteWork(ctx, wl)
 	}
-	pods, err := r.podsOf(ctx, wl)
+	pods, bound, err := r.podsOf(ctx, wl)
 	if err != nil {
 		return err
-	}
-	bound := 0
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			bound++
-		}
 	}
 	if bound < wl.min {
 		return r.deleteWork(ctx, wl)
@@ -684,7 +675,7 @@ func (r *runner) compareNumbers(ctx context.Context) string {
 	if leader == nil {
 		return "no replica leads"
 	}
-	body, err := get(ctx, leader.Port, "/metrics")
+	body, err := leader.Get(ctx, "/metrics")
 	if err != nil {
 		return err.Error()
 	}
