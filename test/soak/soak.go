@@ -614,8 +614,15 @@ func (r *runner) finish(ctx context.Context) error {
 		if err := r.checkNow(ctx); err != nil {
 			return false, err
 		}
-		// A ReplicaSet the deployment controller had not yet seen deleted
-		// may have made pods since: no garbage collector runs here.
+		// A pending pod changed between its read and its deletion (the
+		// precondition keeps a bind that landed) is deleted on a later
+		// pass. A ReplicaSet the deployment controller had not yet seen
+		// deleted may have made pods since: no garbage collector runs here.
+		for _, wl := range r.w.liveWork("") {
+			if err := r.settle(ctx, wl); err != nil {
+				return false, err
+			}
+		}
 		for _, q := range r.w.queues {
 			if err := r.c.kube.CoreV1().Pods(q.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
 				metav1.ListOptions{LabelSelector: RunLabel + "=" + r.w.run + ",app", FieldSelector: "spec.nodeName="}); err != nil {
