@@ -199,30 +199,42 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	}
 	nodeName := nodeInfo.Node().Name
 	node, known := p.state.Node(nodeName)
-	if !known {
-		// kube-scheduler's snapshot has the node, the state's informer not
-		// yet: its models, and so what the pod would be charged, are
-		// unknown. Let the pod onto it once they are.
+	if unseen := unseenCards(s, node, known, nodeInfo); len(unseen) > 0 {
+		// kube-scheduler's snapshot is ahead of the state's informer: the
+		// node, or its cards, are not known here yet, and so neither is
+		// what the pod would be charged. Let the pod onto it once they are.
 		st := fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s's card models are not known to Cardinal yet; the pod is tried again when they are", nodeName))
-		if s.waits == nil || pod == nil || !p.state.WaitForNode(pod, s.queue, nodeName) {
+		if s.waits == nil || pod == nil || s.waits.Load() {
+			return st // simulated, or already registered to wake this cycle
+		}
+		if !p.state.WaitForNode(pod, s.queue, nodeName, unseen) {
+			s.waits.Store(true)
 			return st
 		}
-		node, _ = p.state.Node(nodeName)
+		if node, known = p.state.Node(nodeName); !known {
+			return st
+		}
+	} else if !known {
+		return p.room(s, pod, nodeInfo) // it has none of the pod's cards: NodeResourcesFit refuses it
 	} else if s.everyNode && !s.adjusted && p.state.NodesGeneration() == s.nodesGen {
 		return p.room(s, pod, nodeInfo)
 	}
+	// The model a request is checked as is the one it is charged as: read
+	// off the node's labels (SPEC §4.1), for the card resources the node
+	// has (NodeResourcesFit refuses it the others).
 	used := false
-	for _, c := range node.Cards {
-		n := s.requests[c.Resource]
-		if n == 0 {
+	alloc := nodeInfo.GetAllocatable().GetScalarResources()
+	for r, n := range s.requests {
+		model := node.ModelOf(r)
+		if n == 0 || model == "" || alloc[r] == 0 {
 			continue
 		}
 		used = true
-		if len(s.names) > 0 && s.rank(c.Model) < 0 {
+		if len(s.names) > 0 && s.rank(model) < 0 {
 			return p.waits(s, pod, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-				"node %s has %s, which is not among the pod's card models %s", nodeName, c.Model, strings.Join(s.names, "|"))))
+				"node %s has %s, which is not among the pod's card models %s", nodeName, model, strings.Join(s.names, "|"))))
 		}
-		if st := s.check(c.Model, n); st != nil {
+		if st := s.check(model, n); st != nil {
 			return p.waits(s, pod, st)
 		}
 	}
@@ -235,6 +247,29 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 			"node %s has none of the pod's card models %s", nodeName, strings.Join(s.names, "|"))))
 	}
 	return p.room(s, pod, nodeInfo)
+}
+
+// unseenCards are the card resources the pod requests that the node has
+// as cards in kube-scheduler's snapshot but not in the state's view of it
+// (all of them when it has not seen the node). Only when the views differ
+// on a resource is the snapshot's node read for its cards.
+func unseenCards(s *stateData, node cardmodel.Node, known bool, nodeInfo fwk.NodeInfo) []corev1.ResourceName {
+	var out []corev1.ResourceName
+	var fresh *cardmodel.Node
+	alloc := nodeInfo.GetAllocatable().GetScalarResources()
+	for r, n := range s.requests {
+		if n == 0 || alloc[r] == 0 || known && state.Carries(node, r) {
+			continue
+		}
+		if fresh == nil {
+			d := cardmodel.Detect(nodeInfo.Node())
+			fresh = &d
+		}
+		if state.Carries(*fresh, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // room refuses a node that has some of a card resource the pod requests

@@ -354,16 +354,26 @@ func (a *activations) GetWaitingPod(types.UID) fwk.WaitingPod    { return nil }
 func (a *activations) EventRecorder() events.EventRecorderLogger { return events.NewFakeRecorder(100) }
 
 // TestFilterNodeNotSeenYet: a node kube-scheduler's snapshot has but the
-// state's informer has not delivered has no known models, so no quota
-// check could be made for it: Filter refuses it, for any pod, and the
-// node's arrival wakes the pod.
+// state's informer has not delivered (or not its cards: re-sliced) has no
+// known models for the pod, so no quota check could be made: Filter
+// refuses it, for any pod, and the node's arrival wakes the pod.
 func TestFilterNodeNotSeenYet(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		everyNode bool
-	}{{"looked up", false}, {"every node passed PreFilter", true}} {
+		seen      *corev1.Node // what the state saw of the node before, if anything
+	}{
+		{"looked up", false, nil},
+		{"every node passed PreFilter", true, nil},
+		{"re-sliced from MIG, the state behind", true,
+			builder.MakeNode("n-late").Res("nvidia.com/mig-1g.18gb", "7").Label("nvidia.com/gpu.product", "NVIDIA-H200").Obj()},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _ := fixture(t)
+			if tc.seen != nil {
+				p.state.OnNode(tc.seen)
+				p.state.Flush(&activations{})
+			}
 			late := builder.MakeNode("n-late").GPU("NVIDIA-H200", 4).Obj()
 			pod := builder.MakePod("ns", "p").GPU(1).Obj()
 			pod.UID = "p"

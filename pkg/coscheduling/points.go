@@ -120,7 +120,10 @@ func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
 	wait, timeout, allow, msg := p.state.Permit(pod)
 	if wait {
-		if timeout == 0 {
+		// A PodGroup may shorten its wait, not lengthen it past the
+		// operator's: gangs are assembled one at a time, so a longer wait
+		// would hold every other gang back as long.
+		if timeout == 0 || timeout > p.permitWait {
 			timeout = p.permitWait
 		}
 		return fwk.NewStatus(fwk.Wait, msg), timeout

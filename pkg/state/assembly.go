@@ -199,7 +199,7 @@ func (s *State) StillPlaced(pod *corev1.Pod) bool {
 // Permit tells whether a pod's gang has its min placed. If so, the gang's
 // members waiting at Permit are returned, to be allowed; if not, the pod
 // waits, for its PodGroup's spec.scheduleTimeoutSeconds when set (timeout,
-// else 0 for the plugin's permitWaitingTimeSeconds), and msg says why.
+// else 0), and msg says why.
 func (s *State) Permit(pod *corev1.Pod) (wait bool, timeout time.Duration, allow []types.UID, msg string) {
 	k, ok := gang.Of(pod)
 	if !ok {
@@ -213,7 +213,7 @@ func (s *State) Permit(pod *corev1.Pod) (wait bool, timeout time.Duration, allow
 	}
 	if g.needsMin() {
 		if t := g.group.Spec.ScheduleTimeoutSeconds; t != nil && *t > 0 {
-			timeout = time.Duration(*t) * time.Second
+			timeout = time.Duration(*t) * time.Second // the plugin caps it
 		}
 		return true, timeout, nil, fmt.Sprintf("gang %s has %d of its min %d placed", k, len(g.placed), g.min())
 	}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -28,6 +29,7 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 	old := s.nodes[node.Name]
 	if old != nil && old.models.Equal(detected) {
 		if !maps.Equal(old.allocatable, alloc) {
+			s.nodesGen.Add(1) // which resources go unlabelled may change
 			s.capacity.Sub(old.allocatable)
 			s.capacity.Add(alloc)
 			s.countCarriersLocked(old.allocatable, -1)
@@ -48,8 +50,10 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 	s.countNodeCardsLocked(detected, 1)
 	s.countCarriersLocked(alloc, 1)
 	s.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
-	s.nodeReads.Store(node.Name, detected)
+	// The generation moves first: a Filter that reads the new models then
+	// reads the new generation too.
 	s.nodesGen.Add(1)
+	s.nodeReads.Store(node.Name, detected)
 	s.capacity.Add(alloc)
 	var learned []corev1.ResourceName
 	for _, c := range detected.Cards {
@@ -187,18 +191,26 @@ func (s *State) Node(name string) (cardmodel.Node, bool) {
 // while it lasts.
 func (s *State) NodesGeneration() uint64 { return s.nodesGen.Load() }
 
-// WaitForNode registers pod, refused on a node the scheduler's snapshot
-// has but the state has not seen yet, as waiting for card models: the
-// node's arrival wakes it. known is true, and nothing is registered, if
-// the node has arrived meanwhile; the caller may then look it up again.
-func (s *State) WaitForNode(pod *corev1.Pod, queue, node string) (known bool) {
+// WaitForNode registers pod, refused on a node whose card resources the
+// scheduler's snapshot shows but the state does not yet (carried: a node
+// it has not seen, or one it saw before those resources came), as waiting
+// for card models: their arrival wakes it. current is true, and nothing is
+// registered, if the state has caught up meanwhile; the caller may then
+// look the node up again.
+func (s *State) WaitForNode(pod *corev1.Pod, queue, node string, carried []corev1.ResourceName) (current bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.nodes[node]; ok {
+	if e := s.nodes[node]; e != nil && !slices.ContainsFunc(carried, func(r corev1.ResourceName) bool { return !Carries(e.models, r) }) {
 		return true
 	}
 	s.waitForRoomLocked(pod, queue, true)
 	return false
+}
+
+// Carries tells whether the state's view of a node has resource r
+// allocatable, as cards of a model or as cards without one.
+func Carries(n cardmodel.Node, r corev1.ResourceName) bool {
+	return slices.Contains(n.Unlabelled, r) || slices.ContainsFunc(n.Cards, func(c cardmodel.Card) bool { return c.Resource == r })
 }
 
 // IsCardResource tells whether a request of resource uses cards: a
