@@ -385,8 +385,10 @@ func (r *runner) deleteWork(ctx context.Context, wl *workload) error {
 	switch wl.kind {
 	case "deployment":
 		// No garbage collector runs here: the ReplicaSets and pods go too.
+		// A deployment controller that had not yet seen the Deployment go
+		// may make a ReplicaSet after: each call deletes what it finds.
 		sel := metav1.ListOptions{LabelSelector: "app=" + wl.name}
-		err = r.c.kube.AppsV1().Deployments(wl.ns).Delete(ctx, wl.name, metav1.DeleteOptions{})
+		err = ignoreNotFound(r.c.kube.AppsV1().Deployments(wl.ns).Delete(ctx, wl.name, metav1.DeleteOptions{}))
 		if err == nil {
 			err = r.c.kube.AppsV1().ReplicaSets(wl.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
 		}
@@ -618,9 +620,11 @@ func (r *runner) finish(ctx context.Context) error {
 		// precondition keeps a bind that landed) is deleted on a later
 		// pass. A ReplicaSet the deployment controller had not yet seen
 		// deleted may have made pods since: no garbage collector runs here.
-		for _, wl := range r.w.liveWork("") {
-			if err := r.settle(ctx, wl); err != nil {
-				return false, err
+		for _, wl := range r.w.work {
+			if wl.kind == "deployment" || !wl.deleted {
+				if err := r.settle(ctx, wl); err != nil {
+					return false, err
+				}
 			}
 		}
 		for _, q := range r.w.queues {
