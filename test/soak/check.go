@@ -31,8 +31,11 @@ type ledger struct {
 	evictions []eviction
 	// violations found by the watch itself.
 	violations []string
-	// nodeModels are the card models of each node's resources, as the
-	// runner last set them, for the models of bound pods.
+	// nodeModels are the card models of each resource a node has carried,
+	// for the models of bound pods. A re-slice adds to them and takes
+	// nothing away: a pod assumed before the node was drained may still
+	// bind after, and Cardinal charges it, as SPEC §1.4 says, by the node's
+	// product label, which a re-slice leaves as it was.
 	nodeModels map[string]map[corev1.ResourceName]string
 	// targeted are pods seen marked a disruption target by Cardinal: if
 	// the watch misses a deletion, its stand-in has an older state.
@@ -49,7 +52,8 @@ func newLedger() *ledger {
 		nodeModels: map[string]map[corev1.ResourceName]string{}, targeted: map[types.UID]bool{}}
 }
 
-// setNode records a node's card models (nil: the node is gone).
+// setNode records the card models of a node's resources, added to those
+// it carried before (nil: the node is gone).
 func (l *ledger) setNode(name string, models map[corev1.ResourceName]string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -57,7 +61,10 @@ func (l *ledger) setNode(name string, models map[corev1.ResourceName]string) {
 		delete(l.nodeModels, name)
 		return
 	}
-	l.nodeModels[name] = maps.Clone(models)
+	if l.nodeModels[name] == nil {
+		l.nodeModels[name] = map[corev1.ResourceName]string{}
+	}
+	maps.Copy(l.nodeModels[name], models)
 }
 
 // evicted tells whether Cardinal marked p a disruption target.

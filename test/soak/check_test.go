@@ -129,3 +129,25 @@ func TestGangKeepsItsMin(t *testing.T) {
 		}
 	}
 }
+
+// TestModelAfterReslice: a pod that binds to a node after a re-slice took
+// its resource away (assumed before the drain) is still counted as the
+// node's product, as Cardinal charges it; the recount must not miss it.
+func TestModelAfterReslice(t *testing.T) {
+	led := newLedger()
+	led.setNode("n", map[corev1.ResourceName]string{builder.GPUResource: h200})
+	led.setNode("n", map[corev1.ResourceName]string{migRes: h200MIG})
+	p := builder.MakePod("q", "late").GPU(2).Obj()
+	p.UID, p.Spec.NodeName = "late", "n"
+	led.seen(p)
+	w := &world{queues: []*v1alpha1.Queue{builder.MakeQueue("q").Card(h200, 1, 4).Obj()}}
+	c := &checker{ledger: led, world: w}
+	if _, cards := c.usage(snapshot{pods: []corev1.Pod{*p}}); cards["q"][h200] != 2 {
+		t.Errorf("cards %v, want 2 %s for a whole-card pod bound after its node was re-sliced", cards, h200)
+	}
+	led.setNode("n", nil)
+	led.setNode("n", map[corev1.ResourceName]string{migRes: h200MIG})
+	if got := led.nodeModels["n"]; len(got) != 1 {
+		t.Errorf("a node made anew under the same name kept its old models: %v", got)
+	}
+}
