@@ -690,17 +690,17 @@ func (r *runner) compareNumbers(ctx context.Context) string {
 	if err != nil {
 		return err.Error()
 	}
-	got := parseGauges(string(body))
+	got := controlplane.Samples(string(body))
 	var diffs []string
 	for _, q := range r.w.queues {
 		for _, m := range []string{h200, a100, h200MIG} {
 			want := float64(cards[q.Name][m])
-			if have := got[fmt.Sprintf(`cardinal_queue_card_allocated{model=%q,queue=%q}`, m, q.Name)]; have != want {
+			if have := got["cardinal_queue_card_allocated"][fmt.Sprintf(`{model=%q,queue=%q}`, m, q.Name)]; have != want {
 				diffs = append(diffs, fmt.Sprintf("queue %s %s: metrics %v, bound pods %v", q.Name, m, have, want))
 			}
 		}
 		want := float64(cpu[q.Name]) / 1000
-		if have := got[fmt.Sprintf(`cardinal_queue_allocated{queue=%q,resource="cpu"}`, q.Name)]; have != want {
+		if have := got["cardinal_queue_allocated"][fmt.Sprintf(`{queue=%q,resource="cpu"}`, q.Name)]; have != want {
 			diffs = append(diffs, fmt.Sprintf("queue %s cpu: metrics %v, bound pods %v", q.Name, have, want))
 		}
 		qo, err := r.c.cardinal.SchedulingV1alpha1().Queues().Get(ctx, q.Name, metav1.GetOptions{})
