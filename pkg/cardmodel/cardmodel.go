@@ -149,6 +149,24 @@ func isAcceleratorResource(name string) bool {
 	return strings.HasPrefix(name, "huawei.com/Ascend")
 }
 
+// Carries tells whether this view of a node has resource r as cards, of a
+// model or unlabelled.
+func (n Node) Carries(r corev1.ResourceName) bool {
+	return slices.Contains(n.Unlabelled, r) || slices.ContainsFunc(n.Cards, func(c Card) bool { return c.Resource == r })
+}
+
+// Carried tells, without detecting the node's models, whether Detect(node)
+// would carry r (Node.Carries) when node has some of r allocatable: a
+// lookup of one label at most, for Filter to call.
+func Carried(node *corev1.Node, r corev1.ResourceName) bool {
+	n := string(r)
+	switch {
+	case strings.HasPrefix(n, migPrefix), r == MPSResource, isAcceleratorResource(n):
+		return true
+	}
+	return strings.Contains(n, "/") && node.Labels[n+productSuffix] != ""
+}
+
 // Equal tells whether two detections are the same.
 func (n Node) Equal(o Node) bool {
 	return n.Product == o.Product && n.mpsModel == o.mpsModel && maps.Equal(n.products, o.products) &&

@@ -50,6 +50,11 @@ func TestDetect(t *testing.T) {
 			want: Node{Unlabelled: []corev1.ResourceName{"nvidia.com/gpu", "nvidia.com/mig-1g.18gb"}},
 		},
 		{
+			name: "a vendor's resource, labelled and not",
+			node: builder.MakeNode("n").Res("example.com/npu", "4").Label("example.com/npu.product", "NPU-X").Res("example.com/fpga", "2").Obj(),
+			want: Node{Product: "NPU-X", Cards: []Card{{Model: "NPU-X", Resource: "example.com/npu", Count: 4}}},
+		},
+		{
 			name: "no cards at all",
 			node: builder.MakeNode("n").Res("hugepages-2Mi", "1Gi").Obj(),
 			want: Node{},
@@ -62,6 +67,12 @@ func TestDetect(t *testing.T) {
 			got.products, got.mpsModel = nil, ""
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Detect (-want, +got):\n%s", diff)
+			}
+			// Filter asks Carried rather than detect the node anew.
+			for r, q := range tc.node.Status.Allocatable {
+				if !q.IsZero() && Carried(tc.node, r) != got.Carries(r) {
+					t.Errorf("Carried(%s) = %v, but Detect carries it: %v", r, Carried(tc.node, r), got.Carries(r))
+				}
 			}
 			// Score reads whole cards' models off the product label.
 			for _, c := range got.Cards {

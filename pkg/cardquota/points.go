@@ -251,21 +251,16 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 
 // unseenCards are the card resources the pod requests that the node has
 // as cards in kube-scheduler's snapshot but not in the state's view of it
-// (all of them when it has not seen the node). Only when the views differ
-// on a resource is the snapshot's node read for its cards.
+// (all of them when it has not seen the node). It reads one label of the
+// snapshot's node at most, never detects its models.
 func unseenCards(s *stateData, node cardmodel.Node, known bool, nodeInfo fwk.NodeInfo) []corev1.ResourceName {
 	var out []corev1.ResourceName
-	var fresh *cardmodel.Node
 	alloc := nodeInfo.GetAllocatable().GetScalarResources()
 	for r, n := range s.requests {
-		if n == 0 || alloc[r] == 0 || known && state.Carries(node, r) {
+		if n == 0 || alloc[r] == 0 || known && node.Carries(r) {
 			continue
 		}
-		if fresh == nil {
-			d := cardmodel.Detect(nodeInfo.Node())
-			fresh = &d
-		}
-		if state.Carries(*fresh, r) {
+		if cardmodel.Carried(nodeInfo.Node(), r) {
 			out = append(out, r)
 		}
 	}

@@ -200,17 +200,11 @@ func (s *State) NodesGeneration() uint64 { return s.nodesGen.Load() }
 func (s *State) WaitForNode(pod *corev1.Pod, queue, node string, carried []corev1.ResourceName) (current bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.nodes[node]; e != nil && !slices.ContainsFunc(carried, func(r corev1.ResourceName) bool { return !Carries(e.models, r) }) {
+	if e := s.nodes[node]; e != nil && !slices.ContainsFunc(carried, func(r corev1.ResourceName) bool { return !e.models.Carries(r) }) {
 		return true
 	}
 	s.waitForRoomLocked(pod, queue, true)
 	return false
-}
-
-// Carries tells whether the state's view of a node has resource r
-// allocatable, as cards of a model or as cards without one.
-func Carries(n cardmodel.Node, r corev1.ResourceName) bool {
-	return slices.Contains(n.Unlabelled, r) || slices.ContainsFunc(n.Cards, func(c cardmodel.Card) bool { return c.Resource == r })
 }
 
 // IsCardResource tells whether a request of resource uses cards: a
