@@ -59,8 +59,12 @@ func (s *State) modelsChangedLocked() {
 		return
 	}
 	for uid, p := range s.waitingModels {
-		if w := s.waitingRoom[s.queueOfLocked(p)]; w != nil {
+		q := s.queueOfLocked(p)
+		if w := s.waitingRoom[q]; w != nil {
 			delete(w, uid)
+			if len(w) == 0 {
+				delete(s.waitingRoom, q)
+			}
 		}
 	}
 	s.activateLocked(maps.Values(s.waitingModels))
