@@ -20,6 +20,10 @@ const maxUserPriority = 1_000_000_000
 // maxSeconds is the longest wait in seconds that a duration holds.
 const maxSeconds = int64(math.MaxInt64 / time.Second)
 
+// maxPermitSeconds is the longest kube-scheduler lets a pod wait at Permit;
+// it cuts a longer wait short without a word.
+const maxPermitSeconds = 900
+
 // ValidateCardinalGangArgs validates the gang plugin's args at path.
 func ValidateCardinalGangArgs(path *field.Path, args *config.CardinalGangArgs) error {
 	var errs field.ErrorList
@@ -27,9 +31,9 @@ func ValidateCardinalGangArgs(path *field.Path, args *config.CardinalGangArgs) e
 	case args.PermitWaitingTimeSeconds <= 0:
 		errs = append(errs, field.Invalid(path.Child("permitWaitingTimeSeconds"), args.PermitWaitingTimeSeconds,
 			"must be greater than 0: a gang needs time at Permit for the rest of its min to be placed"))
-	case args.PermitWaitingTimeSeconds > maxSeconds:
+	case args.PermitWaitingTimeSeconds > maxPermitSeconds:
 		errs = append(errs, field.Invalid(path.Child("permitWaitingTimeSeconds"), args.PermitWaitingTimeSeconds,
-			fmt.Sprintf("must be at most %d, the longest wait a duration holds", maxSeconds)))
+			fmt.Sprintf("must be at most %d: kube-scheduler holds a pod at Permit for 15 minutes at most", maxPermitSeconds)))
 	}
 	switch {
 	case args.PodGroupBackoffSeconds < 0:
