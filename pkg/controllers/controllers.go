@@ -55,6 +55,7 @@ func Start(ctx context.Context, st *state.State, le componentbaseconfig.LeaderEl
 			return
 		}
 		if le.LeaderElect {
+			logger.Info("Cardinal's status writers start when this process leads the scheduler, as leader_election_master_status reports (keep that metric enabled)", "lease", le.ResourceNamespace+"/"+le.ResourceName)
 			if err := waitLeading(ctx); err != nil {
 				return
 			}
