@@ -37,6 +37,8 @@ func TestLeaderFailoverDuringAssembly(t *testing.T) {
 	a[3].Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "cardinal.dev/test-hold"}}
 	createPods(t, a...)
 	waitMetric(t, first, `cardinal_gangs{state="assembling"} 1`, "gang a assembling on the leader")
+	// Reserved pods count in the queue's allocation: all three wait at Permit.
+	waitMetric(t, first, `cardinal_queue_card_allocated{model="NVIDIA-H200",queue="failover"} 3`, "3 of gang a's members reserved on the leader")
 	if n := boundPerGang(t, ns)["a"]; n != 0 {
 		t.Fatalf("gang a has %d pods bound before its min was placed", n)
 	}

@@ -32,8 +32,8 @@ type ledger struct {
 	// violations found by the watch itself.
 	violations []string
 	// nodeModels are the card models of each resource a node has carried,
-	// for the models of bound pods. A re-slice adds to them and takes
-	// nothing away: a pod assumed before the node was drained may still
+	// for the models of bound pods. A re-slice or removal takes nothing
+	// away: a pod assumed before the node was drained may still
 	// bind after, and Cardinal charges it, as SPEC §1.4 says, by the node's
 	// product label, which a re-slice leaves as it was.
 	nodeModels map[string]map[corev1.ResourceName]string
@@ -53,14 +53,12 @@ func newLedger() *ledger {
 }
 
 // setNode records the card models of a node's resources, added to those
-// it carried before (nil: the node is gone).
+// it carried before. A node removed keeps them: a pod assumed there before
+// the drain may bind after it, and is charged as their model until it goes.
+// Node names are not reused within a run.
 func (l *ledger) setNode(name string, models map[corev1.ResourceName]string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if models == nil {
-		delete(l.nodeModels, name)
-		return
-	}
 	if l.nodeModels[name] == nil {
 		l.nodeModels[name] = map[corev1.ResourceName]string{}
 	}
@@ -255,24 +253,34 @@ func (c *checker) gangs(s snapshot, now time.Time) []string {
 		if b >= wl.min {
 			c.reachedMin[k] = true
 		}
+		if b < wl.min && wl.preempt != v1alpha1.Preemptible && c.reachedMin[k] {
+			// All of it gone counts too: the run deletes no live gang's bound pods.
+			out = append(out, fmt.Sprintf("%s gang %s fell to %d bound, below its min of %d", wl.preempt, k, b, wl.min))
+		}
 		if b == 0 || b >= wl.min {
 			delete(c.partialSince, k)
 			continue
-		}
-		if wl.preempt != v1alpha1.Preemptible && c.reachedMin[k] {
-			out = append(out, fmt.Sprintf("%s gang %s fell to %d bound, below its min of %d", wl.preempt, k, b, wl.min))
 		}
 		since, ok := c.partialSince[k]
 		if !ok {
 			c.partialSince[k] = now
 			continue
 		}
-		if now.Sub(since) > max(permitWait, wl.timeout)+c.partialGrace {
+		if now.Sub(since) > permitWaitOf(wl)+c.partialGrace {
 			out = append(out, fmt.Sprintf("gang %s has been bound below its min (%d of %d) for %s", k, b, wl.min, now.Sub(since).Round(time.Second)))
 			delete(c.partialSince, k) // said once
 		}
 	}
 	return out
+}
+
+// permitWaitOf is how long a gang's members wait at Permit: its PodGroup's
+// scheduleTimeoutSeconds if shorter than the configuration's wait.
+func permitWaitOf(wl *workload) time.Duration {
+	if wl.timeout > 0 && wl.timeout < permitWait {
+		return wl.timeout
+	}
+	return permitWait
 }
 
 // evictions: Cardinal evicted no non-preemptible pod (SPEC §5.2; that a

@@ -48,8 +48,12 @@ func TestChecks(t *testing.T) {
 		{name: "partial gang, too long", work: []*workload{{kind: "gang", name: "g", ns: "q", min: 2, preempt: v1alpha1.Preemptible}},
 			pods: []corev1.Pod{pod("g-1", "g", "n", 1), pod("g-2", "g", "", 1)}, later: permitWait + partialGrace + time.Second,
 			want: []string{"gang q/g has been bound below its min (1 of 2)"}},
-		{name: "partial gang with a longer scheduleTimeoutSeconds", work: []*workload{{kind: "gang", name: "g", ns: "q", min: 2, preempt: v1alpha1.Preemptible, timeout: time.Minute}},
-			pods: []corev1.Pod{pod("g-1", "g", "n", 1), pod("g-2", "g", "", 1)}, later: permitWait + partialGrace + time.Second},
+		{name: "partial gang with a shorter scheduleTimeoutSeconds", work: []*workload{{kind: "gang", name: "g", ns: "q", min: 2, preempt: v1alpha1.Preemptible, timeout: time.Second}},
+			pods: []corev1.Pod{pod("g-1", "g", "n", 1), pod("g-2", "g", "", 1)}, later: time.Second + partialGrace + time.Second,
+			want: []string{"gang q/g has been bound below its min (1 of 2)"}},
+		{name: "partial gang with a longer scheduleTimeoutSeconds, which Permit cuts to its own wait", work: []*workload{{kind: "gang", name: "g", ns: "q", min: 2, preempt: v1alpha1.Preemptible, timeout: time.Hour}},
+			pods: []corev1.Pod{pod("g-1", "g", "n", 1), pod("g-2", "g", "", 1)}, later: permitWait + partialGrace + time.Second,
+			want: []string{"gang q/g has been bound below its min (1 of 2)"}},
 		{name: "non-preemptible pod evicted", work: []*workload{{kind: "pod", name: "p", ns: "q", min: 1, preempt: v1alpha1.NonPreemptible}},
 			gone: []*corev1.Pod{evictedPod(pod("p", "", "n", 1))}, want: []string{"non-preemptible pod q/p (pod p) was evicted"}},
 		{name: "preemptible pod evicted", work: []*workload{{kind: "pod", name: "p", ns: "q", min: 1, preempt: v1alpha1.Preemptible}},
@@ -127,6 +131,9 @@ func TestGangKeepsItsMin(t *testing.T) {
 		if got := c.gangs(snapshot{pods: []corev1.Pod{member("g-1")}}, t0.Add(time.Second)); len(got) != tc.want {
 			t.Errorf("%s gang down to 1 of min 2: violations %q, want %d", tc.preempt, got, tc.want)
 		}
+		if got := c.gangs(snapshot{}, t0.Add(2*time.Second)); len(got) != tc.want {
+			t.Errorf("%s gang down to none: violations %q, want %d", tc.preempt, got, tc.want)
+		}
 	}
 }
 
@@ -144,10 +151,5 @@ func TestModelAfterReslice(t *testing.T) {
 	c := &checker{ledger: led, world: w}
 	if _, cards := c.usage(snapshot{pods: []corev1.Pod{*p}}); cards["q"][h200] != 2 {
 		t.Errorf("cards %v, want 2 %s for a whole-card pod bound after its node was re-sliced", cards, h200)
-	}
-	led.setNode("n", nil)
-	led.setNode("n", map[corev1.ResourceName]string{migRes: h200MIG})
-	if got := led.nodeModels["n"]; len(got) != 1 {
-		t.Errorf("a node made anew under the same name kept its old models: %v", got)
 	}
 }

@@ -502,7 +502,6 @@ func (r *runner) removeNode(ctx context.Context, i, choice int) error {
 	if err := ignoreNotFound(r.c.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
 		return err
 	}
-	r.checker.ledger.setNode(name, nil)
 	return nil
 }
 
