@@ -582,9 +582,38 @@ func (r *runner) checkNow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if orphans, err := r.collectOrphans(ctx, s); err != nil {
+		return err
+	} else if orphans {
+		if s, err = r.snapshot(ctx); err != nil {
+			return err
+		}
+	}
 	r.violate(r.checker.check(s, time.Now())...)
 	r.res.Checks = r.checker.checks
 	return nil
+}
+
+// collectOrphans deletes, as kube-controller-manager's pod garbage
+// collector would, the workloads of pods bound to a node that is gone: a
+// pod assumed there before the node was drained may bind after. Left,
+// it would be charged by a replica that saw the node and not by one
+// started since, and the run would judge the difference.
+func (r *runner) collectOrphans(ctx context.Context, s snapshot) (found bool, err error) {
+	for i := range s.pods {
+		p := &s.pods[i]
+		if p.Spec.NodeName == "" || r.w.nodes[p.Spec.NodeName] != nil {
+			continue
+		}
+		if wl := r.w.owner(p); wl != nil && !wl.deleted {
+			r.log("  pod %s/%s bound to %s, which is gone: delete %s %s", p.Namespace, p.Name, p.Spec.NodeName, wl.kind, wl.name)
+			if err := r.deleteWork(ctx, wl); err != nil {
+				return found, err
+			}
+			found = true
+		}
+	}
+	return found, nil
 }
 
 func (r *runner) snapshot(ctx context.Context) (snapshot, error) {
