@@ -83,7 +83,10 @@ func run(ctx context.Context, first uint64, seeds, steps int, limit time.Duratio
 			seed, res.Steps, res.Restarts, res.Failovers, faults(res), res.Took.Round(time.Second), status)
 	}
 	if out != "" {
-		if err := os.WriteFile(filepath.Join(root, out), []byte(report(results, time.Since(start), steps)), 0o644); err != nil {
+		if !filepath.IsAbs(out) {
+			out = filepath.Join(root, out)
+		}
+		if err := os.WriteFile(out, []byte(report(results, time.Since(start), steps)), 0o644); err != nil {
 			return err
 		}
 		fmt.Println("wrote", out)
