@@ -75,6 +75,7 @@ func run() error {
 	out := flag.String("out", "docs/benchmarks.md", "where to write the report")
 	only := flag.String("workloads", "", "comma-separated workload names to run (default all)")
 	profile := flag.String("profile", "", "write a CPU profile of each Cardinal run into this directory")
+	flag.IntVar(&profileSeconds, "profile-seconds", 10, "how long each --profile CPU profile runs, from the scheduler being ready")
 	runs := flag.Int("runs", 0, "runs of each workload per scheduler, the median reported (default 3 in full mode, 1 in short)")
 	requests := flag.Bool("requests", false, "print the writes each run made to kube-apiserver, by verb, resource and code")
 	peer := flag.Bool("peer", true, "also run scheduler-plugins' Coscheduling + CapacityScheduling (bin/scheduler-plugins-scheduler)")

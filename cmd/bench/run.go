@@ -370,10 +370,13 @@ func scrape(ctx context.Context, port int) (*metricSet, error) {
 	return parseMetrics(bytes.NewReader(body))
 }
 
-// profileCPU writes a 10-second CPU profile of the scheduler to path; the
-// report's analysis of where time goes comes from these.
+// profileSeconds is how long profileCPU profiles (--profile-seconds).
+var profileSeconds = 10
+
+// profileCPU writes a CPU profile of the scheduler's first profileSeconds
+// to path; the report's analysis of where time goes comes from these.
 func profileCPU(ctx context.Context, port int, path string) {
-	body, err := get(ctx, port, "/debug/pprof/profile?seconds=10")
+	body, err := get(ctx, port, fmt.Sprintf("/debug/pprof/profile?seconds=%d", profileSeconds))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "profile:", err)
 		return

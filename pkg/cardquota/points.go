@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -23,7 +24,7 @@ type stateData struct {
 	queue          string
 	nonPreemptible bool
 	// requests are the pod's card resources and how many of each it asks for.
-	requests map[corev1.ResourceName]int64
+	requests cardRequests
 	// names are the pod's card-name alternatives, in order; empty = any model.
 	names []string
 	cards map[string]state.CardUsage
@@ -57,18 +58,50 @@ func (s *stateData) Clone() fwk.StateData {
 // snapshot holds (a node it has not seen has no model to match). Nodes
 // that do not carry them are refused by NodeResourcesFit.
 func (p *Plugin) passesEveryNode(s *stateData, snapshotNodes int) bool {
-	for r, n := range s.requests {
-		models, unlabelled, known := p.state.ModelsCarrying(r)
+	for _, rq := range s.requests {
+		models, unlabelled, known := p.state.ModelsCarrying(rq.resource)
 		if len(s.names) > 0 && (unlabelled || known != snapshotNodes) {
 			return false
 		}
 		for _, m := range models {
-			if len(s.names) > 0 && s.rank(m) < 0 || s.check(m, n) != nil {
+			if len(s.names) > 0 && s.rank(m) < 0 || s.check(m, rq.n) != nil {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// cardRequest is how many of one card resource a pod asks for, and the
+// reason a node without room for them is refused with, made once a cycle.
+type cardRequest struct {
+	resource     corev1.ResourceName
+	n            int64
+	insufficient string
+}
+
+// cardRequests are a pod's card requests in resource order: a slice, as
+// Filter and Score range over them for every node and a pod asks for one
+// or two card resources at most.
+type cardRequests []cardRequest
+
+func newCardRequests(m map[corev1.ResourceName]int64) cardRequests {
+	out := make(cardRequests, 0, len(m))
+	for r, n := range m {
+		out = append(out, cardRequest{resource: r, n: n, insufficient: "Insufficient " + string(r)})
+	}
+	slices.SortFunc(out, func(a, b cardRequest) int { return strings.Compare(string(a.resource), string(b.resource)) })
+	return out
+}
+
+// of is how many of resource the pod asks for.
+func (rs cardRequests) of(resource corev1.ResourceName) int64 {
+	for _, r := range rs {
+		if r.resource == resource {
+			return r.n
+		}
+	}
+	return 0
 }
 
 func getState(cs fwk.CycleState) (*stateData, error) {
@@ -103,7 +136,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	c := p.state.Candidate(pod)
-	requests, names := c.CardRequests, c.CardNames
+	names := c.CardNames
 	if c.CardNamesErr != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, c.CardNamesErr.Error())
 	}
@@ -111,7 +144,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		if err := cardmodel.SameResource(names); err != nil {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s/%s: %v", pod.Namespace, pod.Name, err))
 		}
-		for r := range requests {
+		for r := range c.CardRequests {
 			if !cardmodel.Matches(names[0], r) {
 				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 					"pod %s/%s requests %s, which is not what card model %s is used through: request the model's resource or change the card-name annotation",
@@ -131,8 +164,8 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		return nil, nil
 	}
 	var total int64
-	for _, n := range requests {
-		total += n
+	for _, rq := range s.requests {
+		total += rq.n
 	}
 	reasons := make([]string, 0, len(names))
 	for _, model := range names {
@@ -149,7 +182,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 // newStateData is a candidate's card numbers as its queue's quota and use
 // stand now.
 func (p *Plugin) newStateData(c state.Candidate) *stateData {
-	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, requests: c.CardRequests, names: c.CardNames, cards: p.state.Cards(c.Queue)}
+	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, requests: newCardRequests(c.CardRequests), names: c.CardNames, cards: p.state.Cards(c.Queue)}
 	if c.Displaced != nil {
 		// The min member this pod pushes out to elastic leaves the
 		// non-preemptible use as the pod enters it.
@@ -199,7 +232,8 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	}
 	nodeName := nodeInfo.Node().Name
 	node, known := p.state.Node(nodeName)
-	if unseen := unseenCards(s, node, known, nodeInfo); len(unseen) > 0 {
+	alloc := nodeInfo.GetAllocatable().GetScalarResources()
+	if unseen := unseenCards(s, node, known, nodeInfo.Node(), alloc); len(unseen) > 0 {
 		// kube-scheduler's snapshot is ahead of the state's informer: the
 		// node, or its cards, are not known here yet, and so neither is
 		// what the pod would be charged. Let the pod onto it once they are.
@@ -215,18 +249,17 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 			return st
 		}
 	} else if !known {
-		return p.room(s, pod, nodeInfo) // it has none of the pod's cards: NodeResourcesFit refuses it
+		return p.room(s, pod, nodeInfo, alloc) // it has none of the pod's cards: NodeResourcesFit refuses it
 	} else if s.everyNode && !s.adjusted && p.state.NodesGeneration() == s.nodesGen {
-		return p.room(s, pod, nodeInfo)
+		return p.room(s, pod, nodeInfo, alloc)
 	}
 	// The model a request is checked as is the one it is charged as: read
 	// off the node's labels (SPEC §4.1), for the card resources the node
 	// has (NodeResourcesFit refuses it the others).
 	used := false
-	alloc := nodeInfo.GetAllocatable().GetScalarResources()
-	for r, n := range s.requests {
-		model := node.ModelOf(r)
-		if n == 0 || model == "" || alloc[r] == 0 {
+	for _, rq := range s.requests {
+		model := node.ModelOf(rq.resource)
+		if rq.n == 0 || model == "" || alloc[rq.resource] == 0 {
 			continue
 		}
 		used = true
@@ -234,7 +267,7 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 			return p.waits(s, pod, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 				"node %s has %s, which is not among the pod's card models %s", nodeName, model, strings.Join(s.names, "|"))))
 		}
-		if st := s.check(model, n); st != nil {
+		if st := s.check(model, rq.n); st != nil {
 			return p.waits(s, pod, st)
 		}
 	}
@@ -246,22 +279,21 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 		return p.waits(s, pod, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"node %s has none of the pod's card models %s", nodeName, strings.Join(s.names, "|"))))
 	}
-	return p.room(s, pod, nodeInfo)
+	return p.room(s, pod, nodeInfo, alloc)
 }
 
 // unseenCards are the card resources the pod requests that the node has
 // as cards in kube-scheduler's snapshot but not in the state's view of it
 // (all of them when it has not seen the node). It reads one label of the
 // snapshot's node at most, never detects its models.
-func unseenCards(s *stateData, node cardmodel.Node, known bool, nodeInfo fwk.NodeInfo) []corev1.ResourceName {
+func unseenCards(s *stateData, node cardmodel.Node, known bool, snapshot *corev1.Node, alloc map[corev1.ResourceName]int64) []corev1.ResourceName {
 	var out []corev1.ResourceName
-	alloc := nodeInfo.GetAllocatable().GetScalarResources()
-	for r, n := range s.requests {
-		if n == 0 || alloc[r] == 0 || known && node.Carries(r) {
+	for _, rq := range s.requests {
+		if rq.n == 0 || alloc[rq.resource] == 0 || known && node.Carries(rq.resource) {
 			continue
 		}
-		if cardmodel.Carried(nodeInfo.Node(), r) {
-			out = append(out, r)
+		if cardmodel.Carried(snapshot, rq.resource) {
+			out = append(out, rq.resource)
 		}
 	}
 	return out
@@ -273,20 +305,26 @@ func unseenCards(s *stateData, node cardmodel.Node, known bool, nodeInfo fwk.Nod
 // node without the resource at all is left to NodeResourcesFit, which may
 // find it served another way (dynamic resource allocation); so is a pod
 // already bound (in-place resize), and a request of 0.
-func (p *Plugin) room(s *stateData, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+func (p *Plugin) room(s *stateData, pod *corev1.Pod, nodeInfo fwk.NodeInfo, allocatable map[corev1.ResourceName]int64) *fwk.Status {
 	if !p.roomFirst || pod != nil && pod.Spec.NodeName != "" {
 		return nil
 	}
-	allocatable, requested := nodeInfo.GetAllocatable().GetScalarResources(), nodeInfo.GetRequested().GetScalarResources()
-	for r, n := range s.requests {
-		a := allocatable[r]
-		if n <= 0 || a <= 0 || n <= a-requested[r] {
+	var requested map[corev1.ResourceName]int64
+	for _, rq := range s.requests {
+		a := allocatable[rq.resource]
+		if rq.n <= 0 || a <= 0 {
 			continue
 		}
-		if n > a {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "Insufficient "+string(r))
+		if requested == nil {
+			requested = nodeInfo.GetRequested().GetScalarResources()
 		}
-		return fwk.NewStatus(fwk.Unschedulable, "Insufficient "+string(r))
+		if rq.n <= a-requested[rq.resource] {
+			continue
+		}
+		if rq.n > a {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, rq.insufficient)
+		}
+		return fwk.NewStatus(fwk.Unschedulable, rq.insufficient)
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func TestFilter(t *testing.T) {
 		rtx:  {Listed: true, Guarantee: 1, Capability: 2, Allocated: 1},
 		rtxD: {Listed: true, Guarantee: 2, Capability: 2, Allocated: 2},
 	}
-	gpu1 := map[corev1.ResourceName]int64{builder.GPUResource: 1}
+	gpu1 := newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 1})
 	tests := []struct {
 		name  string
 		state stateData
@@ -74,7 +74,7 @@ func TestFilter(t *testing.T) {
 		{name: "unlabelled node serves a pod that names no model", state: stateData{queue: "a", requests: gpu1, cards: quota}, node: "n-plain"},
 		{name: "unlabelled node refuses a pod that names one", state: stateData{queue: "a", requests: gpu1, names: []string{rtx}, cards: quota}, node: "n-plain",
 			want: "node n-plain's cards have no model", code: fwk.UnschedulableAndUnresolvable},
-		{name: "requested resource the node does not carry as cards", state: stateData{queue: "a", requests: map[corev1.ResourceName]int64{"nvidia.com/mig-1g.18gb": 1}, names: []string{"X/mig-1g.18gb-mixed"}, cards: quota}, node: "n-4090",
+		{name: "requested resource the node does not carry as cards", state: stateData{queue: "a", requests: newCardRequests(map[corev1.ResourceName]int64{"nvidia.com/mig-1g.18gb": 1}), names: []string{"X/mig-1g.18gb-mixed"}, cards: quota}, node: "n-4090",
 			want: "node n-4090 has none of the pod's card models X/mig-1g.18gb-mixed", code: fwk.UnschedulableAndUnresolvable},
 	}
 	p, nodes := fixture(t)
@@ -103,8 +103,8 @@ func TestFilter(t *testing.T) {
 // NodeResourcesFit, and so is everything when it ignores some resource.
 func TestFilterRoom(t *testing.T) {
 	room := map[string]state.CardUsage{rtx: {Listed: true, Capability: 8}}
-	gpus := func(n int64) map[corev1.ResourceName]int64 {
-		return map[corev1.ResourceName]int64{builder.GPUResource: n}
+	gpus := func(n int64) cardRequests {
+		return newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: n})
 	}
 	used := builder.MakePod("ns", "used").GPU(3).Obj()
 	full := framework.NewNodeInfo(used)
@@ -162,7 +162,7 @@ func TestFilterRoom(t *testing.T) {
 func TestPassesEveryNode(t *testing.T) {
 	room := state.CardUsage{Listed: true, Capability: 4}
 	full := state.CardUsage{Listed: true, Capability: 1, Allocated: 1}
-	gpu1 := map[corev1.ResourceName]int64{builder.GPUResource: 1}
+	gpu1 := newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 1})
 	tests := []struct {
 		name  string
 		state stateData
@@ -173,8 +173,8 @@ func TestPassesEveryNode(t *testing.T) {
 		{"any model, one not listed", stateData{requests: gpu1, cards: map[string]state.CardUsage{rtx: room}}, false},
 		{"names both, unlabelled node refuses", stateData{requests: gpu1, names: []string{rtx, rtxD}, cards: map[string]state.CardUsage{rtx: room, rtxD: room}}, false},
 		{"names one of two models", stateData{requests: gpu1, names: []string{rtx}, cards: map[string]state.CardUsage{rtx: room, rtxD: room}}, false},
-		{"resource no node carries as cards", stateData{requests: map[corev1.ResourceName]int64{"nvidia.com/mig-1g.18gb": 1}}, true},
-		{"names a model of a vendor resource one node has unlabelled", stateData{requests: map[corev1.ResourceName]int64{"example.com/fpga": 1}, names: []string{"Example-F1"},
+		{"resource no node carries as cards", stateData{requests: newCardRequests(map[corev1.ResourceName]int64{"nvidia.com/mig-1g.18gb": 1})}, true},
+		{"names a model of a vendor resource one node has unlabelled", stateData{requests: newCardRequests(map[corev1.ResourceName]int64{"example.com/fpga": 1}), names: []string{"Example-F1"},
 			cards: map[string]state.CardUsage{"Example-F1": room}}, false},
 	}
 	p, nodes := fixture(t)
@@ -199,8 +199,8 @@ func TestPassesEveryNode(t *testing.T) {
 			every := true
 			for _, ni := range nodes {
 				carries := false
-				for r := range s.requests {
-					_, carries = ni.Node().Status.Allocatable[r]
+				for _, rq := range s.requests {
+					_, carries = ni.Node().Status.Allocatable[rq.resource]
 				}
 				if carries && !p.Filter(context.Background(), cs, nil, ni).IsSuccess() {
 					every = false
@@ -256,7 +256,7 @@ func TestScorePrefersEarlierAlternatives(t *testing.T) {
 	p, nodes := fixture(t)
 	for _, preScore := range []bool{false, true} {
 		cs := framework.NewCycleState()
-		cs.Write(stateKey, &stateData{requests: map[corev1.ResourceName]int64{builder.GPUResource: 1}, names: []string{rtx, rtxD}})
+		cs.Write(stateKey, &stateData{requests: newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 1}), names: []string{rtx, rtxD}})
 		if preScore {
 			if st := p.PreScore(context.Background(), cs, nil, nil); !st.IsSuccess() {
 				t.Fatal(st)
@@ -377,7 +377,7 @@ func TestFilterNodeNotSeenYet(t *testing.T) {
 			late := builder.MakeNode("n-late").GPU("NVIDIA-H200", 4).Obj()
 			pod := builder.MakePod("ns", "p").GPU(1).Obj()
 			pod.UID = "p"
-			s := &stateData{queue: "a", requests: map[corev1.ResourceName]int64{builder.GPUResource: 1}, cards: map[string]state.CardUsage{},
+			s := &stateData{queue: "a", requests: newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 1}), cards: map[string]state.CardUsage{},
 				waits: &atomic.Bool{}, everyNode: tc.everyNode, nodesGen: p.state.NodesGeneration()}
 			cs := framework.NewCycleState()
 			cs.Write(stateKey, s)

@@ -19,8 +19,8 @@ func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _
 		return fwk.NewStatus(fwk.Skip)
 	}
 	labels := make([]string, 0, len(s.requests))
-	for r := range s.requests {
-		key, ok := cardmodel.ProductLabel(r)
+	for _, rq := range s.requests {
+		key, ok := cardmodel.ProductLabel(rq.resource)
 		if !ok {
 			return nil
 		}
@@ -50,7 +50,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	node, _ := p.state.Node(nodeInfo.Node().Name)
 	var best int64
 	for _, c := range node.Cards {
-		if s.requests[c.Resource] == 0 {
+		if s.requests.of(c.Resource) == 0 {
 			continue
 		}
 		best = max(best, s.score(c.Model))
