@@ -359,6 +359,9 @@ func TestLess(t *testing.T) {
 	young := f.gang("young", 2, 2, t0.Add(time.Minute))
 	single := builder.MakePod("ns", "single").Obj()
 	single.CreationTimestamp = metav1.NewTime(t0.Add(30 * time.Second))
+	twin := builder.MakePod("ns", "twin").Obj() // as old as single
+	twin.CreationTimestamp = single.CreationTimestamp
+	sameAge := f.gang("same-age", 2, 2, t0.Add(30*time.Second))
 	entity := func(p *corev1.Pod, prio int32) fwk.QueuedEntityInfo {
 		p = p.DeepCopy()
 		p.Spec.Priority = &prio
@@ -378,6 +381,12 @@ func TestLess(t *testing.T) {
 		{"single pod by its own age", entity(single, 0), entity(young[0], 0), true},
 		{"single pod after an older gang", entity(single, 0), entity(old[0], 0), false},
 		{"within a gang by rank", entity(old[0], 0), entity(old[1], 0), true},
+		{"within a gang by rank, reversed", entity(old[1], 0), entity(old[0], 0), false},
+		{"a gang before a single pod as old", entity(sameAge[1], 0), entity(single, 0), true},
+		{"a single pod after a gang as old", entity(single, 0), entity(sameAge[0], 0), false},
+		{"single pods as old by name", entity(single, 0), entity(twin, 0), true},
+		{"single pods as old by name, reversed", entity(twin, 0), entity(single, 0), false},
+		{"a pod is not before itself", entity(single, 0), entity(single, 0), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -385,6 +394,11 @@ func TestLess(t *testing.T) {
 				t.Errorf("Less = %v, want %v", got, tc.want)
 			}
 		})
+	}
+	// Less runs under the scheduling queue's lock, log n times per pod.
+	a, b := entity(single, 0), entity(twin, 0)
+	if n := testing.AllocsPerRun(100, func() { f.p.Less(a, b) }); n != 0 {
+		t.Errorf("Less of two single pods allocates %v times, want 0", n)
 	}
 }
 

@@ -21,15 +21,20 @@ func (p *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 	if pa, pb := a.GetPriority(), b.GetPriority(); pa != pb {
 		return pa > pb
 	}
-	ta, ka, poda := p.sortKey(a)
-	tb, kb, podb := p.sortKey(b)
-	if !ta.Equal(tb) {
-		return ta.Before(tb)
+	ka, kb := p.sortKey(a), p.sortKey(b)
+	switch {
+	case !ka.created.Equal(kb.created):
+		return ka.created.Before(kb.created)
+	case ka.kind != kb.kind:
+		return ka.kind < kb.kind
+	case ka.namespace != kb.namespace:
+		return ka.namespace < kb.namespace
+	case ka.name != kb.name:
+		return ka.name < kb.name
+	case ka.kind != gangKind || ka.pod == nil || kb.pod == nil:
+		return false
 	}
-	if ka != kb || poda == nil || podb == nil {
-		return ka < kb
-	}
-	return gang.Less(poda, podb)
+	return gang.Less(ka.pod, kb.pod)
 }
 
 // podEntity is a queued entity that is one pod (kube-scheduler's QueuedPodInfo).
@@ -37,18 +42,36 @@ type podEntity interface {
 	GetPodInfo() fwk.PodInfo
 }
 
-// sortKey is when an entity's gang was created, a key that groups a gang's
-// pods (a single pod's own name), and the pod, to rank a gang's pods.
-func (p *Plugin) sortKey(e fwk.QueuedEntityInfo) (time.Time, string, *corev1.Pod) {
+// Kinds of queued entities, in the order entities of the same age sort.
+const (
+	otherKind = iota
+	gangKind
+	podKind
+)
+
+// queueKey is where an entity sorts among those of its priority: when its
+// gang was created (a single pod's own creation), then by kind, then by
+// the gang's key or the pod's namespace and name, which groups a gang's
+// pods. Less builds two for every comparison under the queue's lock, so a
+// single pod's takes no allocation.
+type queueKey struct {
+	created         time.Time
+	kind            int
+	namespace, name string
+	// pod is a gang's pod, to rank it among its gang's.
+	pod *corev1.Pod
+}
+
+func (p *Plugin) sortKey(e fwk.QueuedEntityInfo) queueKey {
 	qp, ok := e.(podEntity)
 	if !ok || qp.GetPodInfo() == nil {
-		return e.GetTimestamp(), "", nil
+		return queueKey{created: e.GetTimestamp(), kind: otherKind}
 	}
 	pod := qp.GetPodInfo().GetPod()
 	if k, ok := gang.Of(pod); ok {
 		if created, ok := p.state.GangCreated(k); ok {
-			return created, "g\x00" + string(k), pod
+			return queueKey{created: created, kind: gangKind, name: string(k), pod: pod}
 		}
 	}
-	return pod.CreationTimestamp.Time, "p\x00" + pod.Namespace + "/" + pod.Name, nil
+	return queueKey{created: pod.CreationTimestamp.Time, kind: podKind, namespace: pod.Namespace, name: pod.Name}
 }
