@@ -109,10 +109,12 @@ func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, n
 
 // Unreserve mirrors Reserve. If losing this pod leaves its gang's attempt
 // below min (a Permit timeout, a rejection, a failed bind), the gang's other
-// waiting members are rejected too and the gang backs off.
+// waiting members are rejected too and the gang backs off. The bind slot
+// is given back after: a sibling that takes it then finds the attempt
+// already failed and does not bind.
 func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
-	p.releaseSlot(cs)
 	p.state.Unreserve(pod)
+	p.releaseSlot(cs)
 }
 
 // Permit holds a gang's min members until min of them are placed, then lets
