@@ -69,8 +69,8 @@ func (p *Plugin) quotaLeft(pod *corev1.Pod) bool {
 	s := p.newStateData(c)
 	for _, m := range s.names {
 		left := true
-		for _, rq := range s.requests {
-			if rq.n > 0 && s.check(m, rq.n) != nil {
+		for _, n := range c.CardRequests {
+			if n > 0 && s.check(m, n) != nil {
 				left = false
 			}
 		}

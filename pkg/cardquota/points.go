@@ -310,21 +310,26 @@ func (p *Plugin) room(s *stateData, pod *corev1.Pod, nodeInfo fwk.NodeInfo, allo
 		return nil
 	}
 	var requested map[corev1.ResourceName]int64
-	for _, rq := range s.requests {
+	var short *cardRequest
+	for i, rq := range s.requests {
 		a := allocatable[rq.resource]
 		if rq.n <= 0 || a <= 0 {
 			continue
 		}
+		if rq.n > a {
+			// As NodeResourcesFit: one resource no preemption can free is
+			// what the node is refused for.
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, rq.insufficient)
+		}
 		if requested == nil {
 			requested = nodeInfo.GetRequested().GetScalarResources()
 		}
-		if rq.n <= a-requested[rq.resource] {
-			continue
+		if short == nil && rq.n > a-requested[rq.resource] {
+			short = &s.requests[i]
 		}
-		if rq.n > a {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, rq.insufficient)
-		}
-		return fwk.NewStatus(fwk.Unschedulable, rq.insufficient)
+	}
+	if short != nil {
+		return fwk.NewStatus(fwk.Unschedulable, short.insufficient)
 	}
 	return nil
 }

@@ -156,6 +156,37 @@ func TestFilterRoom(t *testing.T) {
 	}
 }
 
+// TestRoomOfTwoResources: with two card resources, a node is refused as
+// unresolvable when it has too few of either in all, whichever comes first,
+// as NodeResourcesFit refuses it.
+func TestRoomOfTwoResources(t *testing.T) {
+	const a, b corev1.ResourceName = "example.com/a", "example.com/b"
+	used := builder.MakePod("ns", "used").Extended(a, 3).Obj()
+	node := framework.NewNodeInfo(used)
+	node.SetNode(builder.MakeNode("n").Res(a, "4").Res(b, "2").Obj())
+	tests := []struct {
+		name     string
+		requests map[corev1.ResourceName]int64
+		want     string
+		code     fwk.Code
+	}{
+		{"both fit", map[corev1.ResourceName]int64{a: 1, b: 2}, "", fwk.Success},
+		{"first too few left", map[corev1.ResourceName]int64{a: 2, b: 1}, "Insufficient example.com/a", fwk.Unschedulable},
+		{"first too few left, second too few in all", map[corev1.ResourceName]int64{a: 2, b: 3}, "Insufficient example.com/b", fwk.UnschedulableAndUnresolvable},
+		{"first too few in all", map[corev1.ResourceName]int64{a: 5, b: 1}, "Insufficient example.com/a", fwk.UnschedulableAndUnresolvable},
+	}
+	p := &Plugin{roomFirst: true}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &stateData{requests: newCardRequests(tt.requests)}
+			st := p.room(s, builder.MakePod("ns", "p").Obj(), node, node.GetAllocatable().GetScalarResources())
+			if st.Code() != tt.code || tt.want != "" && st.Message() != tt.want {
+				t.Fatalf("got %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.want)
+			}
+		})
+	}
+}
+
 // TestPassesEveryNode: PreFilter lets Filter pass every node without
 // looking it up exactly when Filter would pass every node that carries the
 // pod's card resource, and the shortcut ends once the numbers are adjusted.

@@ -109,9 +109,11 @@ func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, n
 
 // Unreserve mirrors Reserve. If losing this pod leaves its gang's attempt
 // below min (a Permit timeout, a rejection, a failed bind), the gang's other
-// waiting members are rejected too and the gang backs off. The bind slot
-// is given back after: a sibling that takes it then finds the attempt
-// already failed and does not bind.
+// waiting members are rejected too and the gang backs off. The pod's bind
+// slot is given back after that: a sibling that takes this slot finds the
+// attempt already failed and does not bind. (One that takes a slot freed
+// elsewhere between this pod's failed bind and its Unreserve still binds,
+// as members already holding slots do.)
 func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
 	p.state.Unreserve(pod)
 	p.releaseSlot(cs)
