@@ -153,6 +153,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 	}
 	s := p.newStateData(c)
+	s.requests = newCardRequests(c.CardRequests)
 	simulating := state.Simulating(cs)
 	if !simulating {
 		s.waits = &atomic.Bool{} // a preemption plan's refusals wait for nothing
@@ -180,9 +181,10 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 }
 
 // newStateData is a candidate's card numbers as its queue's quota and use
-// stand now.
+// stand now. PreFilter adds the requests Filter ranges over; the queueing
+// hint's quota check reads the candidate's own.
 func (p *Plugin) newStateData(c state.Candidate) *stateData {
-	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, requests: newCardRequests(c.CardRequests), names: c.CardNames, cards: p.state.Cards(c.Queue)}
+	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, names: c.CardNames, cards: p.state.Cards(c.Queue)}
 	if c.Displaced != nil {
 		// The min member this pod pushes out to elastic leaves the
 		// non-preemptible use as the pod enters it.
