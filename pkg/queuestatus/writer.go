@@ -3,6 +3,8 @@ package queuestatus
 import (
 	"context"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,19 +17,21 @@ import (
 	"cardinal.dev/cardinal/pkg/state"
 )
 
-// minInterval bounds how often statuses are written: a burst of binds
-// becomes one pass, and statuses lag the scheduler by at most about this
-// while few queues change.
+// minInterval is the time between passes that write statuses: a burst of
+// binds becomes one pass, and statuses lag the scheduler by at most about
+// this while few queues change.
 const minInterval = time.Second
 
-// writesPerSecond bounds the average rate of status writes over all
-// queues: a pass writes every changed status, then waits in proportion. Each
-// write of a Queue costs kube-apiserver a validated custom-resource update
-// and a watch event to every watcher; with hundreds of queues whose use
-// changes with every bind, unbounded passes cost the control plane more
-// than the binds themselves. With many queues changing at once, statuses
-// then lag by about (changed queues / writesPerSecond) seconds; the
-// metrics endpoint reads the scheduler's numbers live.
+// writesPerSecond bounds the rate of status writes over all queues: a pass
+// writes at most this many changed statuses, and passes are minInterval
+// apart. Each write of a Queue costs kube-apiserver a validated
+// custom-resource update and a watch event to every watcher; with hundreds
+// of queues whose use changes with every bind, or a start with a thousand
+// queues and no status yet, writing every changed status at once costs the
+// control plane more than the binds it competes with. With many queues
+// changing at once, statuses then lag by about (changed queues /
+// writesPerSecond) seconds, each queue in turn; the metrics endpoint reads
+// the scheduler's numbers live.
 const writesPerSecond = 10
 
 // resync is how often statuses are compared with the scheduler's numbers
@@ -40,10 +44,15 @@ const resync = 30 * time.Second
 type Writer struct {
 	State  *state.State
 	Client cardinalclient.Interface
+
+	// last is the name of the Queue written last: the next pass starts
+	// after it, so that queues changing every second do not keep the
+	// others' statuses from being written.
+	last string
 }
 
 // Start writes statuses whenever the state's queue numbers change, at most
-// once per minInterval, until ctx ends.
+// writesPerSecond in each minInterval, until ctx ends.
 func (w *Writer) Start(ctx context.Context) error {
 	if err := w.State.WaitForSync(ctx); err != nil {
 		return nil
@@ -51,46 +60,59 @@ func (w *Writer) Start(ctx context.Context) error {
 	ticker := time.NewTicker(resync)
 	defer ticker.Stop()
 	for {
-		written := w.writeAll(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-w.State.Changed():
-		case <-ticker.C:
+		if !w.writeChanged(ctx, writesPerSecond) {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-w.State.Changed():
+			case <-ticker.C:
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(pause(written)):
+		case <-time.After(minInterval):
 		}
 	}
 }
 
-// pause is how long to wait after a pass that wrote n statuses.
-func pause(n int) time.Duration {
-	return max(minInterval, time.Duration(n)*time.Second/writesPerSecond)
-}
-
-// writeAll writes every status that differs from the scheduler's numbers
-// and returns how many it wrote.
-func (w *Writer) writeAll(ctx context.Context) int {
-	written := 0
+// writeChanged writes up to limit statuses that differ from the
+// scheduler's numbers, in name order starting after the one written last,
+// and tells whether changed statuses are left to write at once: not when a
+// write failed, so that a write the apiserver keeps refusing (no RBAC for
+// queues/status, 429s) waits for a change or the resync like the rest.
+func (w *Writer) writeChanged(ctx context.Context, limit int) (more bool) {
+	statuses := w.State.QueueStatuses()
+	slices.SortFunc(statuses, func(a, b state.QueueStatus) int { return strings.Compare(a.Queue.Name, b.Queue.Name) })
+	first, _ := slices.BinarySearchFunc(statuses, w.last, func(qs state.QueueStatus, name string) int {
+		return strings.Compare(qs.Queue.Name, name)
+	})
+	if first < len(statuses) && statuses[first].Queue.Name == w.last {
+		first++
+	}
+	written, failed := 0, false
 	now := metav1.Now()
-	for _, qs := range w.State.QueueStatuses() {
+	for i := range statuses {
+		qs := statuses[(first+i)%len(statuses)]
 		st := Compute(qs, now)
 		if equalStatus(qs.Queue.Status, st) {
 			continue
 		}
+		if written >= limit {
+			return !failed
+		}
 		q := qs.Queue.DeepCopy()
 		q.Status = st
 		written++
+		w.last = q.Name
 		if _, err := w.Client.SchedulingV1alpha1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			// A conflict means the informer has a newer Queue on its way;
 			// its arrival signals a change, and the next pass writes again.
 			klog.FromContext(ctx).V(2).Info("Writing Queue status", "queue", q.Name, "err", err)
+			failed = true
 		}
 	}
-	return written
+	return false
 }
 
 // equalStatus compares ignoring condition transition times.
