@@ -22,14 +22,7 @@ import (
 // queue written last, so that queues whose status changes on every pass
 // do not keep the others from being written.
 func TestWriteChanged(t *testing.T) {
-	st := state.New(state.DefaultSettings())
-	var objs []runtime.Object
-	for i := range 25 {
-		q := builder.MakeQueue(fmt.Sprintf("q%02d", i)).Obj()
-		st.OnQueue(q)
-		objs = append(objs, q)
-	}
-	client := fake.NewSimpleClientset(objs...)
+	st, client := queues(25)
 	w := &Writer{State: st, Client: client}
 	ctx := context.Background()
 
@@ -71,14 +64,7 @@ func TestWriteChanged(t *testing.T) {
 // limit, and does not ask for the next pass at once: a write the apiserver
 // keeps refusing waits for a change or the resync.
 func TestWriteChangedFailing(t *testing.T) {
-	st := state.New(state.DefaultSettings())
-	var objs []runtime.Object
-	for i := range 25 {
-		q := builder.MakeQueue(fmt.Sprintf("q%02d", i)).Obj()
-		st.OnQueue(q)
-		objs = append(objs, q)
-	}
-	client := fake.NewSimpleClientset(objs...)
+	st, client := queues(25)
 	client.PrependReactor("update", "queues", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(v1alpha1.Resource("queues"), "q", errors.New("no RBAC"))
 	})
@@ -95,6 +81,19 @@ func TestWriteChangedFailing(t *testing.T) {
 	if w.last != "q19" {
 		t.Errorf("after two passes the last queue tried is %q, want q19: failing queues must not hold the others back", w.last)
 	}
+}
+
+// queues are a state and a fake API with n Queues, q00 onwards, with no
+// status yet.
+func queues(n int) (*state.State, *fake.Clientset) {
+	st := state.New(state.DefaultSettings())
+	var objs []runtime.Object
+	for _, name := range names(0, n) {
+		q := builder.MakeQueue(name).Obj()
+		st.OnQueue(q)
+		objs = append(objs, q)
+	}
+	return st, fake.NewSimpleClientset(objs...)
 }
 
 // names are q<from>..q<to-1>.
