@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -204,3 +207,81 @@ func grantLeases(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 }
+
+// TestQueueStatusWritesPaced: with more queues changing at once than the
+// status writer writes in a second, every Queue's status still comes to
+// agree with the scheduler, and the writes are spread out at most
+// statusWritesPerSecond a second rather than made in one burst that
+// competes with binds (README, "Queue status"). It runs through two rounds
+// of change: each queue's first pod binding, then every pod deleted.
+func TestQueueStatusWritesPaced(t *testing.T) {
+	const queues = 25
+	ctx := context.Background()
+	w, err := env.cardinal.SchedulingV1alpha1().Queues().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		writes []time.Time
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			q, ok := ev.Object.(*v1alpha1.Queue)
+			if ok && ev.Type == watch.Modified && strings.HasPrefix(q.Name, "paced-") {
+				mu.Lock()
+				writes = append(writes, time.Now())
+				mu.Unlock()
+			}
+		}
+	}()
+
+	ns := createNamespace(t, "status-paced")
+	var pods []*corev1.Pod
+	for i := range queues {
+		name := fmt.Sprintf("paced-%02d", i)
+		createQueue(t, builder.MakeQueue(name).Capability(corev1.ResourceCPU, "2").Obj())
+		pods = append(pods, cpuPods(ns, name, name, 1)...)
+	}
+	createNodes(t, builder.MakeNode("paced-0").Res("cpu", "32").Obj())
+	startScheduler(t)
+	createPods(t, pods...)
+	waitBoundCount(t, ns, queues)
+	for i := range queues {
+		waitQueueStatus(t, fmt.Sprintf("paced-%02d", i), "allocated cpu 1", func(q *v1alpha1.Queue) bool {
+			return q.Status.Allocated.Cpu().String() == "1"
+		})
+	}
+	if err := env.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range queues {
+		waitQueueStatus(t, fmt.Sprintf("paced-%02d", i), "allocated cpu 0 after its pod was deleted", func(q *v1alpha1.Queue) bool {
+			return q.Status.Allocated.Cpu().IsZero()
+		})
+	}
+	w.Stop()
+	<-done
+
+	// Up to the k-th write seen, at most one pass of writes for each second
+	// since the first, and one more pass for how late the watch may have
+	// delivered the first. Writing every changed status at once would put
+	// all 25 in the first pass.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(writes) < 2*queues {
+		t.Fatalf("saw %d status writes for %d queues that each changed twice", len(writes), queues)
+	}
+	for k, at := range writes {
+		elapsed := at.Sub(writes[0])
+		if budget := statusWritesPerSecond * (int(elapsed/time.Second) + 2); k+1 > budget {
+			t.Fatalf("%d Queue status writes within %v of the first, more than %d a second allows", k+1, elapsed, statusWritesPerSecond)
+		}
+	}
+	t.Logf("%d status writes over %v", len(writes), writes[len(writes)-1].Sub(writes[0]))
+}
+
+// statusWritesPerSecond is the status writer's bound (pkg/queuestatus).
+const statusWritesPerSecond = 10
