@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
@@ -44,6 +45,12 @@ const resync = 30 * time.Second
 type Writer struct {
 	State  *state.State
 	Client cardinalclient.Interface
+	// Clock paces the passes; nil is the real clock.
+	Clock clock.WithTicker
+
+	// idle, when set, is called each time the loop is about to wait for a
+	// change or the resync (tests).
+	idle func()
 
 	// last is the name of the Queue written last: the next pass starts
 	// after it, so that queues changing every second do not keep the
@@ -57,21 +64,28 @@ func (w *Writer) Start(ctx context.Context) error {
 	if err := w.State.WaitForSync(ctx); err != nil {
 		return nil
 	}
-	ticker := time.NewTicker(resync)
+	clk := w.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	ticker := clk.NewTicker(resync)
 	defer ticker.Stop()
 	for {
 		if !w.writeChanged(ctx, writesPerSecond) {
+			if w.idle != nil {
+				w.idle()
+			}
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-w.State.Changed():
-			case <-ticker.C:
+			case <-ticker.C():
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(minInterval):
+		case <-clk.After(minInterval):
 		}
 	}
 }

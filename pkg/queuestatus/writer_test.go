@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/generated/clientset/versioned/fake"
@@ -80,6 +84,82 @@ func TestWriteChangedFailing(t *testing.T) {
 	}
 	if w.last != "q19" {
 		t.Errorf("after two passes the last queue tried is %q, want q19: failing queues must not hold the others back", w.last)
+	}
+}
+
+// TestStart: the loop makes a pass of at most writesPerSecond writes each
+// minInterval while changed statuses are left, and after a pass whose
+// writes failed waits for a change or the resync, not minInterval.
+func TestStart(t *testing.T) {
+	st, client := queues(25)
+	var refuse atomic.Bool
+	client.PrependReactor("update", "queues", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, apierrors.NewForbidden(v1alpha1.Resource("queues"), "q", errors.New("no RBAC"))
+		}
+		st.OnQueue(a.(k8stesting.UpdateAction).GetObject().(*v1alpha1.Queue)) // as the informer would
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakeClock(time.Now())
+	idle := make(chan struct{}, 10)
+	w := &Writer{State: st, Client: client, Clock: clk, idle: func() { idle <- struct{}{} }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error)
+	go func() { done <- w.Start(ctx) }()
+
+	// interval waits until the loop has made writes in all and waits out
+	// minInterval (its timer beside the resync ticker).
+	interval := func(writes int) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return len(client.Actions()) == writes && clk.Waiters() == 2, nil
+		})
+		if err != nil {
+			t.Fatalf("want %d writes and the loop waiting out minInterval, have %d writes and %d timers", writes, len(client.Actions()), clk.Waiters())
+		}
+	}
+	// waiting waits until the loop waits for a change or the resync,
+	// having made writes in all. Unless a change is pending (the informer's
+	// echo of the loop's own writes), it then waits on the resync ticker
+	// alone.
+	waiting := func(writes int, pending bool) {
+		t.Helper()
+		select {
+		case <-idle:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the loop never waited for a change or the resync; %d writes", len(client.Actions()))
+		}
+		if n, timers := len(client.Actions()), clk.Waiters(); n != writes || !pending && timers != 1 {
+			t.Fatalf("waiting for a change after %d writes with %d timers, want %d writes and the resync ticker alone", n, timers, writes)
+		}
+	}
+
+	// 25 queues without status: 10, 10, then 5, a pass each minInterval.
+	interval(10)
+	clk.Step(minInterval)
+	interval(20)
+	clk.Step(minInterval)
+	waiting(25, true)
+	interval(25)
+	clk.Step(minInterval)
+	waiting(25, false)
+
+	// A new queue's write is refused: the loop then waits for a change or
+	// the resync, not minInterval.
+	refuse.Store(true)
+	st.OnQueue(builder.MakeQueue("q99").Obj())
+	interval(25)
+	clk.Step(minInterval)
+	waiting(26, false)
+	clk.Step(resync)
+	interval(26)
+	clk.Step(minInterval)
+	waiting(27, false)
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start returned %v", err)
 	}
 }
 
