@@ -219,3 +219,32 @@ func TestCardRoomFreedByAnotherQueue(t *testing.T) {
 		t.Errorf("waiter-0 bound to %q, want room-4090", got)
 	}
 }
+
+// TestRoomOfTwoCardResources: a pod that asks for two card resources, whole
+// cards and MIG slices on a node that has both, is refused while one of
+// them has no room, with the reason naming that resource, never binds
+// while it is held, and binds once it is given back, charged both models
+// (SPEC §4.1, §4.2).
+func TestRoomOfTwoCardResources(t *testing.T) {
+	createQueue(t, builder.MakeQueue("two-res").Card(h200, 4, 4).Card(mig, 8, 8).Obj())
+	ns := createNamespaceInQueue(t, "card-two-res", "two-res")
+	createNodes(t, builder.MakeNode("two-res-0").GPU(h200, 2).Res(migRes, "2").Label("nvidia.com/mig.strategy", "mixed").Obj())
+	startScheduler(t)
+
+	createPods(t, builder.MakePod(ns, "slices").Extended(migRes, 2).Obj())
+	waitBound(t, ns, "slices")
+	createPods(t,
+		builder.MakePod(ns, "both").GPU(1).Extended(migRes, 1).Obj(),
+		builder.MakePod(ns, "too-many").GPU(1).Extended(migRes, 3).Obj(),
+	)
+	waitPodEvent(t, ns, "both", "Insufficient nvidia.com/mig-1g.18gb")
+	waitPodEvent(t, ns, "too-many", "Insufficient nvidia.com/mig-1g.18gb")
+	neverBound(t, ns, "both", "too-many")
+
+	deletePod(t, ns, "slices")
+	if got := waitBoundTimeout(t, time.Minute, ns, "both")["both"]; got != "two-res-0" {
+		t.Errorf("both bound to %q, want two-res-0", got)
+	}
+	waitQueueCards(t, "two-res", map[string]int32{h200: 1, mig: 1})
+	neverBound(t, ns, "too-many")
+}
