@@ -10,11 +10,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -34,6 +36,13 @@ const (
 
 	podGroupIndex = "cardinal.dev/pod-group"
 )
+
+// podsSettle is how long a PodGroup waits after a change of one of its
+// pods before its status is computed. A gang's pods are created, bound,
+// refused and deleted together: one write then carries the whole step,
+// not one for each pod. A change of the PodGroup itself, or of the
+// scheduler's hold on it, is written at once.
+const podsSettle = time.Second
 
 // Reconciler writes a PodGroup's status from its pods, and why it waits
 // from its pods and the scheduler's admission holds.
@@ -68,14 +77,30 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return b.
 		Named("podgroup-status").
 		For(&schedv1alpha1.PodGroup{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name := o.GetLabels()[schedv1alpha1.PodGroupLabel]
-			if name == "" {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-		})).
+		Watches(&corev1.Pod{}, handler.Funcs{
+			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				podChanged(e.Object, q)
+			},
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				podChanged(e.ObjectOld, q)
+				podChanged(e.ObjectNew, q)
+			},
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				podChanged(e.Object, q)
+			},
+		}).
 		Complete(r)
+}
+
+// podChanged asks for the status of the pod's PodGroup, if it has one,
+// once its pods have settled (podsSettle). A request already waiting keeps
+// its time, so a gang that keeps changing is still written each podsSettle.
+func podChanged(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	name := o.GetLabels()[schedv1alpha1.PodGroupLabel]
+	if name == "" {
+		return
+	}
+	q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}, podsSettle)
 }
 
 // relayNotes turns the state's notes of gangs whose holds changed into
