@@ -2,12 +2,24 @@ package registry
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	"cardinal.dev/cardinal/apis/config"
 	"cardinal.dev/cardinal/pkg/cardquota"
@@ -73,5 +85,52 @@ func TestOptionsRegisterEveryPlugin(t *testing.T) {
 	}
 	if diff := cmp.Diff(names, settings.Plugins); diff != "" {
 		t.Errorf("settings.Plugins (-registered, +read):\n%s", diff)
+	}
+}
+
+// TestShippedConfigurationOrder: config/scheduler-config.yaml, as
+// kube-scheduler builds it, runs CardinalCardQuota's Filter before
+// NodeResourcesFit's: it turns away full nodes at less cost.
+func TestShippedConfigurationOrder(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := &obj.(*schedconfig.KubeSchedulerConfiguration).Profiles[0]
+	// The plugins' types, not built: the order depends only on the
+	// extension points each implements.
+	reg := frameworkplugins.NewInTreeRegistry()
+	for name, pl := range map[string]fwk.Plugin{
+		coscheduling.Name: (*coscheduling.Plugin)(nil), elasticquota.Name: (*elasticquota.Plugin)(nil),
+		cardquota.Name: (*cardquota.Plugin)(nil), preemption.Name: (*preemption.Plugin)(nil),
+	} {
+		if err := reg.Register(name, func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return pl, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schedmetrics.Register()
+	client := fake.NewClientset()
+	fw, err := frameworkruntime.NewFramework(context.Background(), reg, profile,
+		frameworkruntime.WithClientSet(client),
+		frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(client, 0)),
+		frameworkruntime.WithSnapshotSharedLister(cache.NewSnapshot(nil, nil)),
+		frameworkruntime.WithEventRecorder(&events.FakeRecorder{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(ps []schedconfig.Plugin) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	filter := names(fw.ListPlugins().Filter.Enabled)
+	if card, fit := slices.Index(filter, cardquota.Name), slices.Index(filter, "NodeResourcesFit"); card < 0 || fit < 0 || card > fit {
+		t.Errorf("Filter order %v, want %s before NodeResourcesFit", filter, cardquota.Name)
 	}
 }
