@@ -9,6 +9,7 @@ package podgroupstatus
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -18,9 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -76,7 +79,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return b.
 		Named("podgroup-status").
-		For(&schedv1alpha1.PodGroup{}).
+		For(&schedv1alpha1.PodGroup{}, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { return !ownWrite(e.ObjectOld, e.ObjectNew) },
+		})).
 		Watches(&corev1.Pod{}, handler.Funcs{
 			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				podChanged(e.Object, q)
@@ -90,6 +95,26 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			},
 		}).
 		Complete(r)
+}
+
+// ownWrite tells whether a PodGroup's update changed only what this
+// controller writes, its status and its two annotations: the echo of its
+// own write, which would otherwise ask for the PodGroup at once and cut a
+// gang's podsSettle short.
+func ownWrite(old, cur client.Object) bool {
+	if old == nil || cur == nil {
+		return false
+	}
+	others := func(o client.Object) map[string]string {
+		a := maps.Clone(o.GetAnnotations())
+		delete(a, ScheduledAnnotation)
+		delete(a, WaitingReasonAnnotation)
+		return a
+	}
+	return old.GetGeneration() == cur.GetGeneration() &&
+		(old.GetDeletionTimestamp() == nil) == (cur.GetDeletionTimestamp() == nil) &&
+		maps.Equal(old.GetLabels(), cur.GetLabels()) &&
+		maps.Equal(others(old), others(cur))
 }
 
 // podChanged asks for the status of the pod's PodGroup, if it has one,

@@ -1,75 +1,92 @@
 package podgroupstatus
 
 import (
-	"context"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/test/builder"
 )
 
-// TestPodChanged: changes of a gang's pods ask for its PodGroup's status
-// once, podsSettle after the first; pods of no gang ask for nothing.
+// recorder is a work queue that records what is added after a delay.
+type recorder struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	added []delayed
+}
+
+type delayed struct {
+	Request reconcile.Request
+	After   time.Duration
+}
+
+func (q *recorder) AddAfter(r reconcile.Request, d time.Duration) {
+	q.added = append(q.added, delayed{r, d})
+}
+
+// TestPodChanged: a change of a gang's pod asks for its PodGroup once the
+// gang's pods have settled; a pod of no gang asks for nothing.
 func TestPodChanged(t *testing.T) {
 	member := func(ns, name, group string) *corev1.Pod {
 		return builder.MakePod(ns, name).Label(schedv1alpha1.PodGroupLabel, group).Obj()
 	}
+	later := func(ns, name string) delayed {
+		return delayed{reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}, podsSettle}
+	}
 	tests := []struct {
 		name string
 		pods []*corev1.Pod
-		want []reconcile.Request
+		want []delayed
 	}{
-		{"a gang's pods", []*corev1.Pod{member("ns", "a-0", "a"), member("ns", "a-1", "a"), member("ns", "a-0", "a")},
-			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}}},
-		{"two gangs", []*corev1.Pod{member("ns", "a-0", "a"), member("other", "a-0", "a")},
-			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}, {NamespacedName: types.NamespacedName{Namespace: "other", Name: "a"}}}},
+		{"a gang's pods", []*corev1.Pod{member("ns", "a-0", "a"), member("ns", "a-1", "a")}, []delayed{later("ns", "a"), later("ns", "a")}},
+		{"gangs of the same name in two namespaces", []*corev1.Pod{member("ns", "a-0", "a"), member("other", "a-0", "a")}, []delayed{later("ns", "a"), later("other", "a")}},
 		{"no gang", []*corev1.Pod{builder.MakePod("ns", "single").Obj()}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := clocktesting.NewFakeClock(time.Now())
-			q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
-				workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clk})
-			defer q.ShutDown()
+			q := &recorder{}
 			for _, p := range tt.pods {
 				podChanged(p, q)
 			}
-			if q.Len() != 0 {
-				t.Fatalf("%d requests ready before the pods settled", q.Len())
+			if diff := cmp.Diff(tt.want, q.added); diff != "" {
+				t.Errorf("requests (-want, +got):\n%s", diff)
 			}
-			clk.Step(podsSettle)
-			if len(tt.want) > 0 {
-				err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-					return q.Len() == len(tt.want), nil
-				})
-				if err != nil {
-					t.Fatalf("%d requests ready after podsSettle, want %d", q.Len(), len(tt.want))
-				}
-			}
-			var got []reconcile.Request
-			for q.Len() > 0 {
-				r, _ := q.Get()
-				got = append(got, r)
-				q.Done(r)
-			}
-			slices.SortFunc(got, func(a, b reconcile.Request) int { return strings.Compare(a.String(), b.String()) })
-			if len(got) != len(tt.want) {
-				t.Fatalf("got %v, want %v", got, tt.want)
-			}
-			for i := range got {
-				if got[i] != tt.want[i] {
-					t.Errorf("request %d is %v, want %v", i, got[i], tt.want[i])
-				}
+		})
+	}
+}
+
+// TestOwnWrite: the echo of the controller's own writes (status, its two
+// annotations) does not ask for the PodGroup at once; any other change
+// does.
+func TestOwnWrite(t *testing.T) {
+	base := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", Generation: 1,
+		Labels: map[string]string{"cardinal.dev/queue": "a"}, Annotations: map[string]string{"cardinal.dev/card-request": `{"A":1}`}}}
+	tests := []struct {
+		name   string
+		change func(*schedv1alpha1.PodGroup)
+		want   bool
+	}{
+		{"status", func(pg *schedv1alpha1.PodGroup) { pg.Status.Phase = schedv1alpha1.PodGroupScheduling }, true},
+		{"its annotations", func(pg *schedv1alpha1.PodGroup) {
+			pg.Annotations[ScheduledAnnotation], pg.Annotations[WaitingReasonAnnotation] = "1", "waits"
+		}, true},
+		{"spec", func(pg *schedv1alpha1.PodGroup) { pg.Generation++ }, false},
+		{"the queue label", func(pg *schedv1alpha1.PodGroup) { pg.Labels["cardinal.dev/queue"] = "b" }, false},
+		{"another annotation", func(pg *schedv1alpha1.PodGroup) { pg.Annotations["cardinal.dev/card-request"] = `{"A":2}` }, false},
+		{"deletion", func(pg *schedv1alpha1.PodGroup) { pg.DeletionTimestamp = &metav1.Time{} }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := base.DeepCopy()
+			tt.change(cur)
+			if got := ownWrite(base, cur); got != tt.want {
+				t.Errorf("ownWrite = %t, want %t", got, tt.want)
 			}
 		})
 	}
