@@ -105,7 +105,7 @@ func TestStart(t *testing.T) {
 	w := &Writer{State: st, Client: client, Clock: clk, idle: func() { idle <- struct{}{} }}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error)
+	done := make(chan error, 1)
 	go func() { done <- w.Start(ctx) }()
 
 	// interval waits until the loop has made writes in all and waits out

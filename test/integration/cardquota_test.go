@@ -242,7 +242,7 @@ func TestRoomOfTwoCardResources(t *testing.T) {
 	neverBound(t, ns, "both", "too-many")
 
 	deletePod(t, ns, "slices")
-	if got := waitBoundTimeout(t, time.Minute, ns, "both")["both"]; got != "two-res-0" {
+	if got := waitBound(t, ns, "both")["both"]; got != "two-res-0" {
 		t.Errorf("both bound to %q, want two-res-0", got)
 	}
 	waitQueueCards(t, "two-res", map[string]int32{h200: 1, mig: 1})
