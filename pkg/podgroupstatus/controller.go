@@ -19,11 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -43,8 +41,8 @@ const (
 // podsSettle is how long a PodGroup waits after a change of one of its
 // pods before its status is computed. A gang's pods are created, bound,
 // refused and deleted together: one write then carries the whole step,
-// not one for each pod. A change of the PodGroup itself, or of the
-// scheduler's hold on it, is written at once.
+// not one for each pod. A change of the PodGroup's spec, labels or other
+// annotations, or of the scheduler's hold on it, is written at once.
 const podsSettle = time.Second
 
 // Reconciler writes a PodGroup's status from its pods, and why it waits
@@ -79,9 +77,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return b.
 		Named("podgroup-status").
-		For(&schedv1alpha1.PodGroup{}, builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool { return !ownWrite(e.ObjectOld, e.ObjectNew) },
-		})).
+		Watches(&schedv1alpha1.PodGroup{}, handler.Funcs{
+			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				q.Add(requestFor(e.Object))
+			},
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				podGroupChanged(e.ObjectOld, e.ObjectNew, q)
+			},
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				q.Add(requestFor(e.Object))
+			},
+		}).
 		Watches(&corev1.Pod{}, handler.Funcs{
 			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				podChanged(e.Object, q)
@@ -97,24 +103,38 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r)
 }
 
-// ownWrite tells whether a PodGroup's update changed only what this
-// controller writes, its status and its two annotations: the echo of its
-// own write, which would otherwise ask for the PodGroup at once and cut a
-// gang's podsSettle short.
-func ownWrite(old, cur client.Object) bool {
-	if old == nil || cur == nil {
-		return false
+// podGroupChanged asks for a PodGroup whose own fields changed at once.
+// An update that changed only what this controller writes (its status and
+// its two annotations, or nothing: a resync) is most often the echo of its
+// own write: asking at once would cut a gang's podsSettle short, and read
+// a cached PodGroup that may not have the write's other half yet. It is
+// asked for once the gang's pods settle instead, which still puts back
+// what another writer changed.
+func podGroupChanged(old, cur client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if ownWrite(old, cur) {
+		q.AddAfter(requestFor(cur), podsSettle)
+		return
 	}
+	q.Add(requestFor(cur))
+}
+
+// ownWrite tells whether an update of a PodGroup changed at most its
+// status and the two annotations this controller writes.
+func ownWrite(old, cur client.Object) bool {
 	others := func(o client.Object) map[string]string {
 		a := maps.Clone(o.GetAnnotations())
 		delete(a, ScheduledAnnotation)
 		delete(a, WaitingReasonAnnotation)
 		return a
 	}
-	return old.GetGeneration() == cur.GetGeneration() &&
+	return old.GetUID() == cur.GetUID() && old.GetGeneration() == cur.GetGeneration() &&
 		(old.GetDeletionTimestamp() == nil) == (cur.GetDeletionTimestamp() == nil) &&
 		maps.Equal(old.GetLabels(), cur.GetLabels()) &&
 		maps.Equal(others(old), others(cur))
+}
+
+func requestFor(o client.Object) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}
 }
 
 // podChanged asks for the status of the pod's PodGroup, if it has one,

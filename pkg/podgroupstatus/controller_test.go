@@ -15,11 +15,13 @@ import (
 	"cardinal.dev/cardinal/test/builder"
 )
 
-// recorder is a work queue that records what is added after a delay.
+// recorder is a work queue that records what is added, and after what delay.
 type recorder struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
 	added []delayed
 }
+
+func (q *recorder) Add(r reconcile.Request) { q.added = append(q.added, delayed{r, 0}) }
 
 type delayed struct {
 	Request reconcile.Request
@@ -61,32 +63,38 @@ func TestPodChanged(t *testing.T) {
 	}
 }
 
-// TestOwnWrite: the echo of the controller's own writes (status, its two
-// annotations) does not ask for the PodGroup at once; any other change
-// does.
-func TestOwnWrite(t *testing.T) {
-	base := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", Generation: 1,
+// TestPodGroupChanged: an update of a PodGroup that changed at most what
+// the controller writes (its status, its two annotations; a resync
+// changes nothing) is asked for once the gang's pods settle, so the echo
+// of its own write does not cut that short; any other change at once.
+func TestPodGroupChanged(t *testing.T) {
+	base := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "1", Generation: 1,
 		Labels: map[string]string{"cardinal.dev/queue": "a"}, Annotations: map[string]string{"cardinal.dev/card-request": `{"A":1}`}}}
 	tests := []struct {
 		name   string
 		change func(*schedv1alpha1.PodGroup)
-		want   bool
+		after  time.Duration
 	}{
-		{"status", func(pg *schedv1alpha1.PodGroup) { pg.Status.Phase = schedv1alpha1.PodGroupScheduling }, true},
+		{"nothing: a resync", func(*schedv1alpha1.PodGroup) {}, podsSettle},
+		{"status", func(pg *schedv1alpha1.PodGroup) { pg.Status.Phase = schedv1alpha1.PodGroupScheduling }, podsSettle},
 		{"its annotations", func(pg *schedv1alpha1.PodGroup) {
 			pg.Annotations[ScheduledAnnotation], pg.Annotations[WaitingReasonAnnotation] = "1", "waits"
-		}, true},
-		{"spec", func(pg *schedv1alpha1.PodGroup) { pg.Generation++ }, false},
-		{"the queue label", func(pg *schedv1alpha1.PodGroup) { pg.Labels["cardinal.dev/queue"] = "b" }, false},
-		{"another annotation", func(pg *schedv1alpha1.PodGroup) { pg.Annotations["cardinal.dev/card-request"] = `{"A":2}` }, false},
-		{"deletion", func(pg *schedv1alpha1.PodGroup) { pg.DeletionTimestamp = &metav1.Time{} }, false},
+		}, podsSettle},
+		{"spec", func(pg *schedv1alpha1.PodGroup) { pg.Generation++ }, 0},
+		{"the queue label", func(pg *schedv1alpha1.PodGroup) { pg.Labels["cardinal.dev/queue"] = "b" }, 0},
+		{"another annotation", func(pg *schedv1alpha1.PodGroup) { pg.Annotations["cardinal.dev/card-request"] = `{"A":2}` }, 0},
+		{"deletion", func(pg *schedv1alpha1.PodGroup) { pg.DeletionTimestamp = &metav1.Time{} }, 0},
+		{"deleted and created again", func(pg *schedv1alpha1.PodGroup) { pg.UID = "2" }, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cur := base.DeepCopy()
 			tt.change(cur)
-			if got := ownWrite(base, cur); got != tt.want {
-				t.Errorf("ownWrite = %t, want %t", got, tt.want)
+			q := &recorder{}
+			podGroupChanged(base, cur, q)
+			want := []delayed{{reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "g"}}, tt.after}}
+			if diff := cmp.Diff(want, q.added); diff != "" {
+				t.Errorf("requests (-want, +got):\n%s", diff)
 			}
 		})
 	}
