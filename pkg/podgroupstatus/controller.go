@@ -134,7 +134,7 @@ func ownWrite(old, cur client.Object) bool {
 }
 
 func requestFor(o client.Object) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}
+	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
 }
 
 // podChanged asks for the status of the pod's PodGroup, if it has one,

@@ -70,7 +70,7 @@ func TestWriteChanged(t *testing.T) {
 func TestWriteChangedFailing(t *testing.T) {
 	st, client := queues(25)
 	client.PrependReactor("update", "queues", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(v1alpha1.Resource("queues"), "q", errors.New("no RBAC"))
+		return true, nil, errRefused
 	})
 	w := &Writer{State: st, Client: client}
 	for range 2 {
@@ -95,7 +95,7 @@ func TestStart(t *testing.T) {
 	var refuse atomic.Bool
 	client.PrependReactor("update", "queues", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if refuse.Load() {
-			return true, nil, apierrors.NewForbidden(v1alpha1.Resource("queues"), "q", errors.New("no RBAC"))
+			return true, nil, errRefused
 		}
 		st.OnQueue(a.(k8stesting.UpdateAction).GetObject().(*v1alpha1.Queue)) // as the informer would
 		return false, nil, nil
@@ -162,6 +162,10 @@ func TestStart(t *testing.T) {
 		t.Errorf("Start returned %v", err)
 	}
 }
+
+// errRefused is how the apiserver refuses a status write the scheduler
+// may not make.
+var errRefused = apierrors.NewForbidden(v1alpha1.Resource("queues"), "q", errors.New("no RBAC"))
 
 // queues are a state and a fake API with n Queues, q00 onwards, with no
 // status yet.
