@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"cardinal.dev/cardinal/pkg/podgroupstatus"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -186,4 +187,39 @@ func waitGangEvent(t *testing.T, ns, group, reason string) {
 	waitEvent(t, ns, fmt.Sprintf("%s event on PodGroup %s", reason, group), func(e eventsv1.Event) bool {
 		return e.Regarding.Kind == "PodGroup" && e.Regarding.Name == group && e.Reason == reason && e.Type == corev1.EventTypeWarning
 	})
+}
+
+// TestPodGroupStatusPutBack: what Cardinal writes on a PodGroup (its phase,
+// cardinal.dev/scheduled and cardinal.dev/waiting-reason) comes back when
+// another writer changes it, though such a change looks like the echo of
+// Cardinal's own write and is only asked for a second later; the gang's
+// reason stays readable (SPEC §2.5) and nothing of it binds below min.
+func TestPodGroupStatusPutBack(t *testing.T) {
+	ns := createGPUNamespace(t, "pg-put-back")
+	createNodes(t, builder.MakeNode("pg-put-back-0").GPU("NVIDIA-H200", 8).Obj())
+	startScheduler(t)
+	createPodGroup(t, ns, "g", 2)
+	createPods(t, gangPod(ns, "g", 0, 1))
+	shown := func(pg *schedv1alpha1.PodGroup) bool {
+		return strings.HasPrefix(pg.Annotations[podgroupstatus.WaitingReasonAnnotation], "1 of minMember 2 pods exist") &&
+			pg.Annotations[podgroupstatus.ScheduledAnnotation] == "0" && pg.Status.Phase == schedv1alpha1.PodGroupPending
+	}
+	waitPodGroup(t, ns, "g", "why it waits, 0 scheduled, Pending", shown)
+
+	ctx := context.Background()
+	pgs := podGroups().SchedulingV1alpha1().PodGroups(ns)
+	pg, err := pgs.Get(ctx, "g", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Annotations[podgroupstatus.WaitingReasonAnnotation], pg.Annotations[podgroupstatus.ScheduledAnnotation] = "edited", "7"
+	if pg, err = pgs.Update(ctx, pg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pg.Status.Phase = schedv1alpha1.PodGroupRunning
+	if _, err := pgs.UpdateStatus(ctx, pg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodGroup(t, ns, "g", "its status and annotations put back", shown)
+	neverBound(t, ns, "g-0")
 }
