@@ -113,6 +113,10 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 		w := fmt.Sprintf("cards-%dq", q)
 		ratio(fmt.Sprintf("Cardinal / default, cards over %d queues (pods/s)", q), pps(w+"/cardinal"), pps(w+"/default"), "≥ 0.95")
 	}
+	if _, ok := byKey["cards-100q-affinity/default"]; ok { // full mode only
+		ratio("Cardinal / default given the same model preference as node affinity, cards over 100 queues (pods/s)",
+			pps("cards-100q-affinity/cardinal"), pps("cards-100q-affinity/default"), "-")
+	}
 	if c, ok := byKey["interleaved/cardinal"]; ok && c.Interleaved != nil {
 		if p, ok := byKey["interleaved/scheduler-plugins"]; ok && p.Interleaved != nil {
 			ratio("Cardinal / scheduler-plugins, interleaved (whole gangs per minute)", c.Interleaved.PerMinute, p.Interleaved.PerMinute, "≥ 3")

@@ -91,6 +91,7 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 	}
 	cfg := cp.Config()
 	kube := kubernetes.NewForConfigOrDie(cfg)
+	w.affinity = w.AffinityForDefault && s.Name == "default"
 	if err := create(ctx, cp, w); err != nil {
 		return res, err
 	}

@@ -45,6 +45,13 @@ type workload struct {
 	// Peer tells whether scheduler-plugins' scheduler can be compared on it
 	// (it has no card-model quota).
 	Peer bool
+	// AffinityForDefault gives the default profile's pods their card-name
+	// order as preferred node affinity on the product label, as a user of
+	// the default scheduler would ask for the same preference (SPEC §4.3);
+	// Cardinal's pods are those of the workload without it.
+	AffinityForDefault bool
+	// affinity is set for the run that gives pods that affinity.
+	affinity bool
 }
 
 // workloads returns the scenarios of a mode: short finishes in a few
@@ -76,6 +83,14 @@ func workloads(mode string) []workload {
 			Name: fmt.Sprintf("cards-%dq", q), About: fmt.Sprintf("one-card pods asking for any of 4 models, over %d queues with quota per model", q),
 			Nodes: nodes, GPUs: 8, Models: models, Queues: q, Pods: scale(4000, 1500), PodGPUs: 1,
 			CardName: models[0] + "|" + models[1] + "|" + models[2] + "|" + models[3],
+		})
+	}
+	if mode == "full" { // short mode stays under 10 minutes
+		out = append(out, workload{
+			Name: "cards-100q-affinity", About: "cards-100q, with the default profile's pods asking for the same model preference as preferred node affinity",
+			Nodes: nodes, GPUs: 8, Models: models, Queues: 100, Pods: 4000, PodGPUs: 1,
+			CardName:           models[0] + "|" + models[1] + "|" + models[2] + "|" + models[3],
+			AffinityForDefault: true,
 		})
 	}
 	return out
@@ -126,6 +141,22 @@ func (w workload) podGroups() []*schedv1alpha1.PodGroup {
 	return out
 }
 
+// preferModels are preferred node affinity terms for the workload's models
+// in order, weighted as CardinalCardQuota's Score ranks card-name
+// alternatives: the first 100, the last 100/len.
+func (w workload) preferModels() []corev1.PreferredSchedulingTerm {
+	out := make([]corev1.PreferredSchedulingTerm, 0, len(w.Models))
+	for i, m := range w.Models {
+		out = append(out, corev1.PreferredSchedulingTerm{
+			Weight: int32(100 * (len(w.Models) - i) / len(w.Models)),
+			Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "nvidia.com/gpu.product", Operator: corev1.NodeSelectorOpIn, Values: []string{m}},
+			}},
+		})
+	}
+	return out
+}
+
 // pods are the workload's pods; gang pods carry their gang's label.
 func (w workload) pods() []*corev1.Pod {
 	var out []*corev1.Pod
@@ -137,6 +168,9 @@ func (w workload) pods() []*corev1.Pod {
 		}
 		if w.CardName != "" {
 			p.CardName(w.CardName)
+		}
+		if w.affinity {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: w.preferModels()}}
 		}
 		if gang != "" {
 			p.Label(schedv1alpha1.PodGroupLabel, gang)
