@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -8,14 +10,17 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
-// bindLog records when each pod was first seen bound, and its gang.
+// bindLog records when each pod was first seen bound, its gang and its node.
 type bindLog struct {
 	mu     sync.Mutex
 	at     map[string]time.Time
 	gangOf map[string]string
+	nodeOf map[string]string
 }
 
-func newBindLog() *bindLog { return &bindLog{at: map[string]time.Time{}, gangOf: map[string]string{}} }
+func newBindLog() *bindLog {
+	return &bindLog{at: map[string]time.Time{}, gangOf: map[string]string{}, nodeOf: map[string]string{}}
+}
 
 func (b *bindLog) observe(p *corev1.Pod) {
 	if p.Spec.NodeName == "" || fillerOf(p) {
@@ -26,6 +31,7 @@ func (b *bindLog) observe(p *corev1.Pod) {
 	if _, seen := b.at[p.Name]; !seen {
 		b.at[p.Name] = time.Now()
 		b.gangOf[p.Name] = p.Labels[schedv1alpha1.PodGroupLabel]
+		b.nodeOf[p.Name] = p.Spec.NodeName
 	}
 }
 
@@ -76,4 +82,27 @@ func (b *bindLog) partialGangs(min int) int {
 		}
 	}
 	return partial
+}
+
+// firstModelShare is the share of the first k pods seen bound that went to
+// a node of model, in the order they were seen bound.
+func (b *bindLog) firstModelShare(k int, modelOf func(node string) string, model string) float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	names := make([]string, 0, len(b.at))
+	for n := range b.at {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(x, y string) int { return cmp.Compare(b.at[x].UnixNano(), b.at[y].UnixNano()) })
+	names = names[:min(k, len(names))]
+	if len(names) == 0 {
+		return 0
+	}
+	on := 0
+	for _, n := range names {
+		if modelOf(b.nodeOf[n]) == model {
+			on++
+		}
+	}
+	return float64(on) / float64(len(names))
 }

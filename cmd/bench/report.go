@@ -117,6 +117,12 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 		ratio("Cardinal / default given the same model preference as node affinity, cards over 100 queues (pods/s)",
 			pps("cards-100q-affinity/cardinal"), pps("cards-100q-affinity/default"), "-")
 	}
+	for _, w := range []string{"cards-100q", "cards-100q-affinity"} {
+		if c, d := byKey[w+"/cardinal"], byKey[w+"/default"]; c.FirstModelShare > 0 || d.FirstModelShare > 0 {
+			fmt.Fprintf(&b, "- %s: the first card-name alternative's share of the binds while its nodes had room: Cardinal %.0f%%, default %.0f%%\n",
+				w, 100*c.FirstModelShare, 100*d.FirstModelShare)
+		}
+	}
 	if c, ok := byKey["interleaved/cardinal"]; ok && c.Interleaved != nil {
 		if p, ok := byKey["interleaved/scheduler-plugins"]; ok && p.Interleaved != nil {
 			ratio("Cardinal / scheduler-plugins, interleaved (whole gangs per minute)", c.Interleaved.PerMinute, p.Interleaved.PerMinute, "≥ 3")

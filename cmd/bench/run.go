@@ -59,6 +59,11 @@ type result struct {
 	PartialGangs int
 	// Preempt is what the preemption workload measured, nil for others.
 	Preempt *preemptResult
+	// FirstModelShare is, for pods with card-name alternatives, the share
+	// of the binds placed on the first alternative's nodes while those
+	// nodes could still hold them all: how far a scheduler followed the
+	// preference (SPEC §4.3).
+	FirstModelShare float64
 	// Interleaved is what the interleaved workload measured, nil for others.
 	Interleaved *interleavedResult
 	// SchedulerCPU and ControlPlaneCPU are the CPU milliseconds the
@@ -174,6 +179,9 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 		printRequests(before, after)
 	}
 	res.PartialGangs = binds.partialGangs(w.GangSize)
+	if w.CardName != "" && len(w.Models) > 1 {
+		res.FirstModelShare = binds.firstModelShare(w.firstModelRoom(), w.modelOf, w.Models[0])
+	}
 	if w.Preempt {
 		pr := &preemptResult{Gangs: w.Gangs}
 		pr.GangsBound, pr.GangsPerSecond, pr.P50, pr.P99 = binds.gangTimes(arrived, w.GangSize)

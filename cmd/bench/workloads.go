@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,20 +79,21 @@ func workloads(mode string) []workload {
 		Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Interleaved: true, Timeout: time.Duration(scale(5, 2)) * time.Minute, Peer: true})
 	out = append(out, workload{Name: "preemption", About: "nodes full of low-priority elastic gangs and single pods; high-priority gangs of 8 one-card pods arrive",
 		Nodes: nodes, GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(50, 20), GangSize: 8, PodGPUs: 1, Preempt: true})
-	for _, q := range []int{20, 10, 100, 1000} {
-		out = append(out, workload{
+	cards := func(q int) workload {
+		return workload{
 			Name: fmt.Sprintf("cards-%dq", q), About: fmt.Sprintf("one-card pods asking for any of 4 models, over %d queues with quota per model", q),
 			Nodes: nodes, GPUs: 8, Models: models, Queues: q, Pods: scale(4000, 1500), PodGPUs: 1,
 			CardName: models[0] + "|" + models[1] + "|" + models[2] + "|" + models[3],
-		})
+		}
+	}
+	for _, q := range []int{20, 10, 100, 1000} {
+		out = append(out, cards(q))
 	}
 	if mode == "full" { // short mode stays under 10 minutes
-		out = append(out, workload{
-			Name: "cards-100q-affinity", About: "cards-100q, with the default profile's pods asking for the same model preference as preferred node affinity",
-			Nodes: nodes, GPUs: 8, Models: models, Queues: 100, Pods: 4000, PodGPUs: 1,
-			CardName:           models[0] + "|" + models[1] + "|" + models[2] + "|" + models[3],
-			AffinityForDefault: true,
-		})
+		w := cards(100)
+		w.Name, w.About = "cards-100q-affinity", "cards-100q, with the default profile's pods asking for the same model preference as preferred node affinity"
+		w.AffinityForDefault = true
+		out = append(out, w)
 	}
 	return out
 }
@@ -141,14 +143,32 @@ func (w workload) podGroups() []*schedv1alpha1.PodGroup {
 	return out
 }
 
-// preferModels are preferred node affinity terms for the workload's models
-// in order, weighted as CardinalCardQuota's Score ranks card-name
-// alternatives: the first 100, the last 100/len.
-func (w workload) preferModels() []corev1.PreferredSchedulingTerm {
-	out := make([]corev1.PreferredSchedulingTerm, 0, len(w.Models))
-	for i, m := range w.Models {
+// modelOf is the card model of a node of the workload, by its name, as
+// nodes() made it.
+func (w workload) modelOf(node string) string {
+	var i int
+	if _, err := fmt.Sscanf(node, "node-%d", &i); err != nil {
+		return ""
+	}
+	return w.Models[i%len(w.Models)]
+}
+
+// firstModelRoom is how many of the workload's pods the nodes of its first
+// model hold.
+func (w workload) firstModelRoom() int {
+	nodes := (w.Nodes + len(w.Models) - 1) / len(w.Models)
+	return nodes * w.GPUs / max(w.PodGPUs, 1)
+}
+
+// preferCardNames are preferred node affinity terms for the workload's
+// card-name alternatives in order, weighted as CardinalCardQuota's Score
+// ranks them: the first 100, the last 100/len.
+func (w workload) preferCardNames() []corev1.PreferredSchedulingTerm {
+	names := strings.Split(w.CardName, "|")
+	out := make([]corev1.PreferredSchedulingTerm, 0, len(names))
+	for i, m := range names {
 		out = append(out, corev1.PreferredSchedulingTerm{
-			Weight: int32(100 * (len(w.Models) - i) / len(w.Models)),
+			Weight: int32(100 * (len(names) - i) / len(names)),
 			Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
 				{Key: "nvidia.com/gpu.product", Operator: corev1.NodeSelectorOpIn, Values: []string{m}},
 			}},
@@ -170,7 +190,7 @@ func (w workload) pods() []*corev1.Pod {
 			p.CardName(w.CardName)
 		}
 		if w.affinity {
-			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: w.preferModels()}}
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: w.preferCardNames()}}
 		}
 		if gang != "" {
 			p.Label(schedv1alpha1.PodGroupLabel, gang)
