@@ -1,8 +1,6 @@
 package main
 
 import (
-	"cmp"
-	"slices"
 	"sync"
 	"time"
 
@@ -84,25 +82,15 @@ func (b *bindLog) partialGangs(min int) int {
 	return partial
 }
 
-// firstModelShare is the share of the first k pods seen bound that went to
-// a node of model, in the order they were seen bound.
-func (b *bindLog) firstModelShare(k int, modelOf func(node string) string, model string) float64 {
+// onModel counts the pods seen bound to a node of model.
+func (b *bindLog) onModel(modelOf func(node string) string, model string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	names := make([]string, 0, len(b.at))
-	for n := range b.at {
-		names = append(names, n)
-	}
-	slices.SortFunc(names, func(x, y string) int { return cmp.Compare(b.at[x].UnixNano(), b.at[y].UnixNano()) })
-	names = names[:min(k, len(names))]
-	if len(names) == 0 {
-		return 0
-	}
-	on := 0
-	for _, n := range names {
-		if modelOf(b.nodeOf[n]) == model {
-			on++
+	n := 0
+	for _, node := range b.nodeOf {
+		if modelOf(node) == model {
+			n++
 		}
 	}
-	return float64(on) / float64(len(names))
+	return n
 }

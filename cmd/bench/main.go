@@ -180,8 +180,8 @@ func run() error {
 func printRun(r result) {
 	fmt.Printf("%d/%d bound, %.0f pods/s, attempt p99 %.2f ms, partial gangs %d, CPU ms per pod: scheduler %.2f, etcd+apiserver %.2f\n",
 		r.Bound, r.Pods, r.PodsPerSecond, r.AttemptP99, r.PartialGangs, r.SchedulerCPU, r.ControlPlaneCPU)
-	if r.FirstModelShare > 0 {
-		fmt.Printf("%4sfirst card-name alternative's share of the binds while its nodes had room: %.0f%%\n", "", 100*r.FirstModelShare)
+	if r.FirstModelFill != nil {
+		fmt.Printf("%4sfirst card-name alternative's nodes filled to %.0f%%\n", "", 100**r.FirstModelFill)
 	}
 	if pr := r.Preempt; pr != nil {
 		fmt.Printf("%4s%d/%d gangs bound, %.2f gangs/s, arrival to min bound p50 %.0f ms p99 %.0f ms, %d evictions (%.1f per gang), %d low-priority gangs left below min\n",

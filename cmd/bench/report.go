@@ -118,9 +118,9 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 			pps("cards-100q-affinity/cardinal"), pps("cards-100q-affinity/default"), "-")
 	}
 	for _, w := range []string{"cards-100q", "cards-100q-affinity"} {
-		if c, d := byKey[w+"/cardinal"], byKey[w+"/default"]; c.FirstModelShare > 0 || d.FirstModelShare > 0 {
-			fmt.Fprintf(&b, "- %s: the first card-name alternative's share of the binds while its nodes had room: Cardinal %.0f%%, default %.0f%%\n",
-				w, 100*c.FirstModelShare, 100*d.FirstModelShare)
+		if c, d := byKey[w+"/cardinal"].FirstModelFill, byKey[w+"/default"].FirstModelFill; c != nil && d != nil {
+			fmt.Fprintf(&b, "- %s: the first card-name alternative's nodes filled to %.0f%% by Cardinal, %.0f%% by the default profile (100%%: packed onto them first)\n",
+				w, 100**c, 100**d)
 		}
 	}
 	if c, ok := byKey["interleaved/cardinal"]; ok && c.Interleaved != nil {

@@ -59,11 +59,12 @@ type result struct {
 	PartialGangs int
 	// Preempt is what the preemption workload measured, nil for others.
 	Preempt *preemptResult
-	// FirstModelShare is, for pods with card-name alternatives, the share
-	// of the binds placed on the first alternative's nodes while those
-	// nodes could still hold them all: how far a scheduler followed the
-	// preference (SPEC §4.3).
-	FirstModelShare float64
+	// FirstModelFill is, for pods with card-name alternatives, how full
+	// the first alternative's nodes were at the end, in pods over the pods
+	// they hold: how far a scheduler followed the preference (SPEC §4.3).
+	// Packing gives 1; spreading evenly, the pods' share of the cluster's
+	// cards. Nil where not measured.
+	FirstModelFill *float64
 	// Interleaved is what the interleaved workload measured, nil for others.
 	Interleaved *interleavedResult
 	// SchedulerCPU and ControlPlaneCPU are the CPU milliseconds the
@@ -180,7 +181,8 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 	}
 	res.PartialGangs = binds.partialGangs(w.GangSize)
 	if w.CardName != "" && len(w.Models) > 1 {
-		res.FirstModelShare = binds.firstModelShare(w.firstModelRoom(), w.modelOf, w.Models[0])
+		fill := float64(binds.onModel(w.modelOf, w.Models[0])) / float64(w.firstModelRoom())
+		res.FirstModelFill = &fill
 	}
 	if w.Preempt {
 		pr := &preemptResult{Gangs: w.Gangs}

@@ -189,7 +189,7 @@ func (w workload) pods() []*corev1.Pod {
 		if w.CardName != "" {
 			p.CardName(w.CardName)
 		}
-		if w.affinity {
+		if w.affinity && w.CardName != "" {
 			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: w.preferCardNames()}}
 		}
 		if gang != "" {
