@@ -48,6 +48,7 @@ var (
 	_ fwk.PreFilterPlugin   = &Plugin{}
 	_ fwk.FilterPlugin      = &Plugin{}
 	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.ScorePlugin       = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 )

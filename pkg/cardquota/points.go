@@ -41,6 +41,9 @@ type stateData struct {
 	// productLabels, set by PreScore for a pod that asks only for whole
 	// cards, are the node labels naming the models of what it asks for.
 	productLabels []string
+	// narrowedTo is the model PreFilter narrowed the cycle's nodes to, ""
+	// when it did not (narrow.go).
+	narrowedTo string
 }
 
 // Clone copies what AddPod and RemovePod change.
@@ -161,23 +164,37 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	s.nodesGen = p.state.NodesGeneration()
 	s.everyNode = !simulating && p.passesEveryNode(s, len(nodes))
 	cs.Write(stateKey, s)
-	if len(names) == 0 || simulating || s.everyNode {
+	if len(names) == 0 || simulating {
 		return nil, nil
 	}
+	if !s.everyNode {
+		if st := s.checkAny(); st != nil {
+			p.state.WaitForRoom(pod, c.Queue, true)
+			return nil, st
+		}
+	}
+	if p.handle == nil {
+		return nil, nil
+	}
+	return p.narrow(cs, s, pod, c, p.handle.SnapshotSharedLister().NodeInfos(), len(nodes)), nil
+}
+
+// checkAny refuses the pod when none of its card-name alternatives has
+// quota left for all its cards, with each one's reason.
+func (s *stateData) checkAny() *fwk.Status {
 	var total int64
 	for _, rq := range s.requests {
 		total += rq.n
 	}
-	reasons := make([]string, 0, len(names))
-	for _, model := range names {
+	reasons := make([]string, 0, len(s.names))
+	for _, model := range s.names {
 		st := s.check(model, total)
 		if st == nil {
-			return nil, nil
+			return nil
 		}
 		reasons = append(reasons, st.Message())
 	}
-	p.state.WaitForRoom(pod, c.Queue, true)
-	return nil, fwk.NewStatus(fwk.Unschedulable, strings.Join(reasons, "; "))
+	return fwk.NewStatus(fwk.Unschedulable, strings.Join(reasons, "; "))
 }
 
 // newStateData is a candidate's card numbers as its queue's quota and use

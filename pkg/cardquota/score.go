@@ -9,13 +9,15 @@ import (
 	"cardinal.dev/cardinal/pkg/cardmodel"
 )
 
-// PreScore skips scoring for pods without alternatives to prefer among.
+// PreScore skips scoring for pods without alternatives to prefer among,
+// and for cycles PreFilter narrowed to the nodes of one model.
 // When the pod asks only for whole cards, it notes the node labels that
 // name their models, so Score reads the model off the node itself rather
 // than looking the node up in the state for every node scored.
 func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	s, err := getState(cs)
-	if err != nil || len(s.names) < 2 {
+	if err != nil || len(s.names) < 2 || s.narrowedTo != "" {
+		// Nothing to prefer: one alternative, or nodes of one model only.
 		return fwk.NewStatus(fwk.Skip)
 	}
 	labels := make([]string, 0, len(s.requests))

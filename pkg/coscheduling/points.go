@@ -70,7 +70,12 @@ func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // cluster (SPEC §2.2), once preemption has tried to make room for it. The
 // gang's numbers are read from the state: another plugin's PreFilter may
 // have refused the pod before this plugin's ran.
-func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if msg, narrowed := p.state.NarrowingMissed(cs, pod, statuses); narrowed {
+		// Only part of the nodes were tried: the pod is tried on every
+		// node next, and its gang has not failed.
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	}
 	k, ok := gang.Of(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)

@@ -90,7 +90,11 @@ func (p *Plugin) Name() string { return Name }
 // victims are still terminating waits for them (the chain ends, so its
 // gang is not failed meanwhile); any other refusal lets CardinalGang's
 // PostFilter run next.
-func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if msg, narrowed := p.state.NarrowingMissed(cs, pod, statuses); narrowed {
+		// Only part of the nodes were tried: room may be free elsewhere.
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	}
 	state.MarkPreemptionTried(cs)
 	pre, reason, waiting := p.state.PreemptorOf(pod)
 	if waiting {

@@ -23,6 +23,9 @@ type Candidate struct {
 	// semi-preemptible gang that placing it would push out to elastic: it
 	// leaves the queue's non-preemptible use as the pod enters it.
 	Displaced *Charge
+	// NarrowMissed: the pod once fit none of the nodes its cycle was
+	// narrowed to, and is not narrowed again (narrow.go).
+	NarrowMissed bool
 }
 
 // QueueOf is the queue a pod resolves to now (SPEC §1.1), whether the
@@ -76,7 +79,7 @@ func (s *State) Candidate(pod *corev1.Pod) Candidate {
 
 // candidateLocked reads the state only; the read lock is enough.
 func (s *State) candidateLocked(e *podEntry, pod *corev1.Pod) Candidate {
-	c := Candidate{Facts: e.Facts}
+	c := Candidate{Facts: e.Facts, NarrowMissed: e.narrowMissed}
 	switch e.Preemptibility {
 	case workload.NonPreemptible:
 		c.NonPreemptible = true

@@ -44,10 +44,10 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 		for _, c := range old.models.Cards {
 			s.addCardCapacityLocked(c.Model, -c.Count)
 		}
-		s.countNodeCardsLocked(old.models, -1)
+		s.countNodeCardsLocked(node.Name, old.models, -1)
 		s.countCarriersLocked(old.allocatable, -1)
 	}
-	s.countNodeCardsLocked(detected, 1)
+	s.countNodeCardsLocked(node.Name, detected, 1)
 	s.countCarriersLocked(alloc, 1)
 	s.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
 	// The generation moves first: a Filter that reads the new models then
@@ -103,7 +103,7 @@ func (s *State) deleteNodeLocked(name string) {
 	for _, c := range old.models.Cards {
 		s.addCardCapacityLocked(c.Model, -c.Count)
 	}
-	s.countNodeCardsLocked(old.models, -1)
+	s.countNodeCardsLocked(name, old.models, -1)
 	s.countCarriersLocked(old.allocatable, -1)
 	delete(s.nodes, name)
 	s.nodeReads.Delete(name)
@@ -111,10 +111,29 @@ func (s *State) deleteNodeLocked(name string) {
 	s.notifyLocked()
 }
 
+// cardKey is a card resource and the model a node carries it under.
+type cardKey struct {
+	resource corev1.ResourceName
+	model    string
+}
+
 // countNodeCardsLocked adds sign to the node counts of each card resource
-// and model the node carries.
-func (s *State) countNodeCardsLocked(n cardmodel.Node, sign int) {
+// and model the node carries, and adds the node to (or removes it from)
+// the nodes of each.
+func (s *State) countNodeCardsLocked(name string, n cardmodel.Node, sign int) {
 	add := func(r corev1.ResourceName, model string) {
+		k := cardKey{r, model}
+		names := s.modelNodes[k]
+		if names == nil {
+			names = map[string]struct{}{}
+			s.modelNodes[k] = names
+		}
+		if sign > 0 {
+			names[name] = struct{}{}
+		} else if delete(names, name); len(names) == 0 {
+			delete(s.modelNodes, k)
+		}
+		delete(s.modelLists, k)
 		m := s.nodesByCard[r]
 		if m == nil {
 			m = map[string]int{}
@@ -167,6 +186,29 @@ func (s *State) ModelsCarrying(resource corev1.ResourceName) (models []string, u
 		models = append(models, m)
 	}
 	return models, s.nodesByCard[resource][""] > 0 || s.carriers[resource] > labelled, len(s.nodes)
+}
+
+// NodesOf returns the nodes that carry card resource under model, as last
+// detected, sorted by name. The slice is shared: callers must not change
+// it. It is made again only after a node of that model comes, goes or
+// changes models, not on every call.
+func (s *State) NodesOf(resource corev1.ResourceName, model string) []string {
+	k := cardKey{resource, model}
+	s.mu.RLock()
+	list, ok := s.modelLists[k]
+	none := len(s.modelNodes[k]) == 0
+	s.mu.RUnlock()
+	if ok || none {
+		return list
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if list, ok := s.modelLists[k]; ok {
+		return list
+	}
+	list = slices.Sorted(maps.Keys(s.modelNodes[k]))
+	s.modelLists[k] = list
+	return list
 }
 
 func (s *State) addCardCapacityLocked(model string, n int64) {

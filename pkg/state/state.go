@@ -115,7 +115,12 @@ type State struct {
 	nodesByCard map[corev1.ResourceName]map[string]int
 	// carriers counts, per resource, the nodes that have it allocatable.
 	carriers map[corev1.ResourceName]int
-	deserved deservedCache
+	// modelNodes are, per card resource and model, the nodes that carry it
+	// under that model; modelLists the same as sorted lists, made when first
+	// read after a change (nodes.go).
+	modelNodes map[cardKey]map[string]struct{}
+	modelLists map[cardKey][]string
+	deserved   deservedCache
 
 	// Gang assembly (assembly.go).
 	assembling    sets.Set[gang.Key]
@@ -206,6 +211,8 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		cardCapacity:     map[string]int64{},
 		nodesByCard:      map[corev1.ResourceName]map[string]int{},
 		carriers:         map[corev1.ResourceName]int{},
+		modelNodes:       map[cardKey]map[string]struct{}{},
+		modelLists:       map[cardKey][]string{},
 		assembling:       sets.New[gang.Key](),
 		needMin:          sets.New[gang.Key](),
 		parkedGangs:      map[gang.Key]map[types.UID]*corev1.Pod{},

@@ -248,3 +248,62 @@ func TestRoomOfTwoCardResources(t *testing.T) {
 	waitQueueCards(t, "two-res", map[string]int32{h200: 1, mig: 1})
 	neverBound(t, ns, "too-many")
 }
+
+// TestCardPreferenceMissed: a "4090|4090-D" pod that the 4090 has cards
+// for but cannot take for another reason (its host port is in use there)
+// is tried there first, then on every node, and binds on the 4090-D. It
+// preempts nothing for it, though it could evict the pod holding the port,
+// and a gang whose member misses so is not failed for it (SPEC §4.3).
+func TestCardPreferenceMissed(t *testing.T) {
+	ensurePriorityClasses(t)
+	createQueue(t, builder.MakeQueue("miss").Card(rtx, 8, 8).Card(rtxD, 8, 8).Obj())
+	ns := createNamespaceInQueue(t, "card-miss", "miss")
+	createNodes(t,
+		builder.MakeNode("miss-4090").GPU(rtx, 4).Obj(),
+		builder.MakeNode("miss-4090d").GPU(rtxD, 4).Obj(),
+	)
+	startScheduler(t)
+	hostPort := func(p *corev1.Pod, ports ...int32) *corev1.Pod {
+		for _, port := range ports {
+			p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: port, HostPort: port})
+		}
+		return p
+	}
+
+	createPods(t, prioritized(lowPriority, hostPort(cardPods(ns, "holder", rtx, 1)[0], 7000, 7001))...)
+	waitBound(t, ns, "holder-0")
+
+	createPods(t, prioritized(highPriority, hostPort(cardPods(ns, "p", rtx+"|"+rtxD, 1)[0], 7000))...)
+	if got := waitBound(t, ns, "p-0")["p-0"]; got != "miss-4090d" {
+		t.Errorf("p-0 bound to %s, want miss-4090d, the only node with its port free", got)
+	}
+	waitPodEvent(t, ns, "p-0", "tried first on the 1 node of NVIDIA-GeForce-RTX-4090")
+
+	createPodGroup(t, ns, "g", 2)
+	g := gangPods(ns, "g", 2, 1)
+	for i, p := range g {
+		p.Annotations[v1alpha1.CardNameAnnotation] = rtx + "|" + rtxD
+		hostPort(p, 7001+int32(i)) // g-0's port is in use on the 4090, g-1's is free on both
+	}
+	createPods(t, g...)
+	nodes := waitBound(t, ns, "g-0", "g-1")
+	if nodes["g-0"] != "miss-4090d" || nodes["g-1"] != "miss-4090" {
+		t.Errorf("gang bound to %v, want g-0 on miss-4090d and g-1 on miss-4090", nodes)
+	}
+
+	holdFor(t, holdWindow, func() error {
+		holder, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "holder-0", metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("the pod holding the port: %v", err)
+		}
+		if holder.DeletionTimestamp != nil {
+			return fmt.Errorf("the pod holding the port is being evicted")
+		}
+		return nil
+	})
+	for _, reason := range []string{"Preempted", "GangUnschedulable"} {
+		if n := countEvents(t, ns, reason); n > 0 {
+			t.Errorf("%d %s events, want none", n, reason)
+		}
+	}
+}

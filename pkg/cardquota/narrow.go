@@ -1,0 +1,129 @@
+package cardquota
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+
+	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/state"
+)
+
+// narrow returns the nodes a pod with card-name alternatives is tried on
+// in this cycle: those of its first alternative that has quota left in its
+// queue and a node that looks to have room for the pod, with room as far
+// as a look at each node's free resources, taints and the pod's required
+// node affinity can tell. That is where Score would send it (SPEC §4.3),
+// and kube-scheduler then filters and scores only those nodes, not a share
+// of the whole cluster. Filter still decides on each; if none fits, every
+// Cardinal PostFilter ends the cycle at once and the pod is tried on every
+// node next (pkg/state narrow.go). nil: every node, as for a pod that
+// names no model, asks for more than one card resource, was nominated by
+// preemption, or missed before, and when those nodes are all there are.
+func (p *Plugin) narrow(cs fwk.CycleState, s *stateData, pod *corev1.Pod, c state.Candidate, infos fwk.NodeInfoLister, all int) *fwk.PreFilterResult {
+	if len(s.names) == 0 || len(s.requests) != 1 || c.NarrowMissed || pod.Status.NominatedNodeName != "" {
+		return nil
+	}
+	rq := s.requests[0]
+	if rq.n <= 0 {
+		return nil
+	}
+	f := newFit(pod, rq)
+	for _, model := range s.names {
+		if s.check(model, rq.n) != nil {
+			continue
+		}
+		var names sets.Set[string]
+		of := p.state.NodesOf(rq.resource, model)
+		for _, name := range of {
+			ni, err := infos.Get(name)
+			if err != nil || !f.fits(ni) {
+				continue
+			}
+			if names == nil {
+				names = make(sets.Set[string], len(of))
+			}
+			names.Insert(name)
+		}
+		if len(names) == all {
+			return nil // every node: nothing to narrow
+		}
+		if len(names) > 0 {
+			s.narrowedTo = model
+			state.MarkNarrowed(cs, model, len(names))
+			return &fwk.PreFilterResult{NodeNames: names}
+		}
+	}
+	return nil
+}
+
+// fit is what narrow checks a node for: what NodeResourcesFit,
+// NodeUnschedulable, TaintToleration and NodeAffinity check, on numbers
+// read once per cycle.
+type fit struct {
+	pod          *corev1.Pod
+	card         cardRequest
+	cpu, memory  int64
+	affinity     nodeaffinity.RequiredNodeAffinity
+	compareTaint bool
+}
+
+func newFit(pod *corev1.Pod, card cardRequest) *fit {
+	req := quota.PodRequests(pod)
+	return &fit{
+		pod: pod, card: card,
+		cpu: req[corev1.ResourceCPU], memory: req[corev1.ResourceMemory],
+		affinity:     nodeaffinity.GetRequiredNodeAffinity(pod),
+		compareTaint: utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators),
+	}
+}
+
+// unschedulable is the taint a cordoned node is treated as having.
+var unschedulable = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+
+func (f *fit) fits(ni fwk.NodeInfo) bool {
+	node := ni.Node()
+	if node == nil {
+		return false
+	}
+	alloc, used := ni.GetAllocatable(), ni.GetRequested()
+	if f.card.n > alloc.GetScalarResources()[f.card.resource]-used.GetScalarResources()[f.card.resource] ||
+		f.cpu > alloc.GetMilliCPU()-used.GetMilliCPU() || f.memory > alloc.GetMemory()-used.GetMemory() ||
+		len(ni.GetPods()) >= alloc.GetAllowedPodNumber() {
+		return false
+	}
+	logger := klog.Background()
+	if node.Spec.Unschedulable && !v1helper.TolerationsTolerateTaint(logger, f.pod.Spec.Tolerations, &unschedulable, f.compareTaint) {
+		return false
+	}
+	if len(node.Spec.Taints) > 0 {
+		if _, untolerated := v1helper.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, f.pod.Spec.Tolerations, noSchedule, f.compareTaint); untolerated {
+			return false
+		}
+	}
+	ok, err := f.affinity.Match(node)
+	return ok && err == nil
+}
+
+// noSchedule keeps the taints that keep pods off a node.
+func noSchedule(t *corev1.Taint) bool {
+	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+}
+
+// PostFilter ends a cycle that PreFilter narrowed and that found no node,
+// before preemption or a gang's failure: the pod is tried again at once on
+// every node (pkg/state narrow.go). Other failures are left to the
+// PostFilters after it.
+func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if msg, narrowed := p.state.NarrowingMissed(cs, pod, statuses); narrowed {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable)
+}

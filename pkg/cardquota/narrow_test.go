@@ -1,0 +1,135 @@
+package cardquota
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	framework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/state"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// TestNarrow: a pod with card-name alternatives is tried on the nodes of
+// its first alternative that has quota and a node that looks to have room
+// for it; every node when it names none, asks for two card resources, was
+// nominated, missed before, or no alternative has such a node.
+func TestNarrow(t *testing.T) {
+	placed := func(node string, gpus int, cpu string) *corev1.Pod {
+		p := builder.MakePod("ns", "on-"+node).GPU(gpus).Req(corev1.ResourceCPU, cpu).Obj()
+		p.Spec.NodeName = node
+		return p
+	}
+	tainted := builder.MakeNode("a-0").GPU(rtx, 4).Obj()
+	tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+	cordoned := builder.MakeNode("a-0").GPU(rtx, 4).Obj()
+	cordoned.Spec.Unschedulable = true
+	preferring := func() *builder.PodWrapper {
+		return builder.MakePod("ns", "p").GPU(1).Req(corev1.ResourceCPU, "1").CardName(rtx + "|" + rtxD)
+	}
+	both := map[string]state.CardUsage{rtx: {Listed: true, Capability: 8}, rtxD: {Listed: true, Capability: 8}}
+	tests := []struct {
+		name   string
+		pod    *corev1.Pod
+		a0     *corev1.Node // default: a 4090 with 4 cards
+		placed []*corev1.Pod
+		cards  map[string]state.CardUsage
+		missed bool
+		more   int      // nodes the cycle has beyond these three; -1: only the two 4090s
+		want   []string // nil: every node
+	}{
+		{name: "first alternative with room", pod: preferring().Obj(), want: []string{"a-0", "a-1"}},
+		{name: "a node of it full of cards", pod: preferring().Obj(), placed: []*corev1.Pod{placed("a-0", 4, "1")}, want: []string{"a-1"}},
+		{name: "every node of it full: the next alternative", pod: preferring().Obj(),
+			placed: []*corev1.Pod{placed("a-0", 4, "1"), placed("a-1", 4, "1")}, want: []string{"b-0"}},
+		{name: "no quota for the first", pod: preferring().Obj(),
+			cards: map[string]state.CardUsage{rtx: {Listed: true, Capability: 1, Allocated: 1}, rtxD: {Listed: true, Capability: 8}}, want: []string{"b-0"}},
+		{name: "no cpu left", pod: preferring().Obj(), placed: []*corev1.Pod{placed("a-0", 1, "32")}, want: []string{"a-1"}},
+		{name: "untolerated taint", pod: preferring().Obj(), a0: tainted, want: []string{"a-1"}},
+		{name: "tolerated taint", pod: func() *corev1.Pod {
+			p := preferring().Obj()
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+			return p
+		}(), a0: tainted, want: []string{"a-0", "a-1"}},
+		{name: "cordoned", pod: preferring().Obj(), a0: cordoned, want: []string{"a-1"}},
+		{name: "node selector", pod: preferring().NodeSelector(corev1.LabelHostname, "a-1").Obj(), want: []string{"a-1"}},
+		{name: "no room anywhere", pod: preferring().Obj(),
+			placed: []*corev1.Pod{placed("a-0", 4, "1"), placed("a-1", 4, "1"), placed("b-0", 4, "1")}},
+		{name: "the first alternative's nodes are every node", pod: preferring().Obj(), more: -1},
+		{name: "names no model", pod: builder.MakePod("ns", "p").GPU(1).Obj()},
+		{name: "missed before", pod: preferring().Obj(), missed: true},
+		{name: "nominated", pod: func() *corev1.Pod {
+			p := preferring().Obj()
+			p.Status.NominatedNodeName = "a-1"
+			return p
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a0 := tt.a0
+			if a0 == nil {
+				a0 = builder.MakeNode("a-0").GPU(rtx, 4).Obj()
+			}
+			nodes := []*corev1.Node{a0, builder.MakeNode("a-1").GPU(rtx, 4).Obj(), builder.MakeNode("b-0").GPU(rtxD, 4).Obj()}
+			if tt.more < 0 {
+				nodes = nodes[:2]
+			}
+			st := state.New(state.DefaultSettings())
+			for _, n := range nodes {
+				st.OnNode(n)
+			}
+			p := &Plugin{state: st, roomFirst: true}
+			cards := tt.cards
+			if cards == nil {
+				cards = both
+			}
+			c := st.Candidate(tt.pod)
+			c.NarrowMissed = tt.missed
+			s := p.newStateData(c)
+			s.cards = cards
+			s.requests = newCardRequests(c.CardRequests)
+			cs := framework.NewCycleState()
+			got := p.narrow(cs, s, tt.pod, c, cache.NewSnapshot(tt.placed, nodes).NodeInfos(), len(nodes)+max(tt.more, 0))
+			if tt.want == nil {
+				if got != nil || s.narrowedTo != "" {
+					t.Fatalf("narrowed to %v (%s), want every node", got.NodeNames, s.narrowedTo)
+				}
+				if _, narrowed := st.NarrowingMissed(cs, tt.pod, filteredOn("a-0")); narrowed {
+					t.Errorf("the cycle is marked narrowed")
+				}
+				return
+			}
+			if got == nil {
+				t.Fatalf("every node, want %v", tt.want)
+			}
+			if diff := cmp.Diff(sets.New(tt.want...), got.NodeNames); diff != "" {
+				t.Errorf("nodes (-want +got):\n%s", diff)
+			}
+			if _, narrowed := st.NarrowingMissed(cs, tt.pod, filteredOn("a-0")); !narrowed {
+				t.Errorf("the cycle is not marked narrowed")
+			}
+		})
+	}
+}
+
+// filteredOn is the statuses of a cycle whose Filter refused node.
+func filteredOn(node string) fwk.NodeToStatusReader {
+	m := framework.NewDefaultNodeToStatus()
+	m.Set(node, fwk.NewStatus(fwk.Unschedulable, "refused"))
+	return m
+}
+
+// TestNarrowedScore: a cycle narrowed to one model's nodes scores none.
+func TestNarrowedScore(t *testing.T) {
+	p, _ := fixture(t)
+	cs := framework.NewCycleState()
+	cs.Write(stateKey, &stateData{names: []string{rtx, rtxD}, requests: newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 1}), narrowedTo: rtx})
+	if st := p.PreScore(context.Background(), cs, nil, nil); st.Code() != fwk.Skip {
+		t.Errorf("PreScore of a narrowed cycle: %v, want Skip", st)
+	}
+}

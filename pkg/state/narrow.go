@@ -1,0 +1,76 @@
+package state
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// A pod with card-name alternatives is tried first on the nodes of its
+// first alternative that has quota and looks to have room
+// (CardinalCardQuota's PreFilter), which is where the preference puts it
+// (SPEC §4.3), and where a cycle then looks at fewer nodes. If none of
+// them fits it after all (its pod affinity, a port, a volume), the cycle
+// is no failure of the pod or its gang: nothing is preempted, no gang
+// backs off; every Cardinal PostFilter ends the cycle, the pod is woken to
+// be tried on every node, and it is never narrowed again.
+
+const narrowedKey fwk.StateKey = "CardinalNarrowed"
+
+// narrowing is what a cycle narrowed its pod to.
+type narrowing struct {
+	model string
+	nodes int
+}
+
+func (n narrowing) Clone() fwk.StateData { return n }
+
+// MarkNarrowed records in cs that the cycle tries its pod only on the
+// nodes, of card model model, that looked to have room for it.
+func MarkNarrowed(cs fwk.CycleState, model string, nodes int) {
+	cs.Write(narrowedKey, narrowing{model: model, nodes: nodes})
+}
+
+// NarrowingMissed, called by a PostFilter with the nodes' statuses, tells
+// whether the cycle had narrowed its pod's nodes and filtered them, and if
+// so records that the pod fit none of them and wakes it to be tried on
+// every node; msg says so, for the status that ends the cycle's
+// PostFilters. A second call in the same cycle only says so again. A cycle
+// that a PreFilter refused filtered no node: narrowing did not keep the
+// pod from anything, and the PostFilters go on as usual.
+func (s *State) NarrowingMissed(cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (msg string, narrowed bool) {
+	d, err := cs.Read(narrowedKey)
+	if err != nil || !filtered(statuses) {
+		return "", false
+	}
+	n, ok := d.(narrowing)
+	if !ok {
+		return "", false
+	}
+	s.mu.Lock()
+	if e := s.pods[pod.UID]; e != nil && !e.narrowMissed {
+		e.narrowMissed = true
+		s.activateLocked(slices.Values([]*corev1.Pod{pod}))
+	}
+	s.mu.Unlock()
+	nodes := fmt.Sprintf("%d nodes", n.nodes)
+	if n.nodes == 1 {
+		nodes = "1 node"
+	}
+	return fmt.Sprintf("tried first on the %s of %s, its first card-name alternative with quota, that looked to have room for it: none fits; it is tried again on every node",
+		nodes, n.model), true
+}
+
+// filtered tells whether the cycle's Filter ran on some node: a PreFilter's
+// refusal leaves every node with the one status it gave, none of their
+// own. A reader that cannot say is taken to have filtered: the pod then
+// loses one cycle, not a chance to preempt, as it is tried on every node
+// next.
+func filtered(statuses fwk.NodeToStatusReader) bool {
+	if m, ok := statuses.(interface{ Len() int }); ok {
+		return m.Len() > 0
+	}
+	return true
+}
