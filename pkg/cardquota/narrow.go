@@ -26,9 +26,12 @@ import (
 // Cardinal PostFilter ends the cycle at once and the pod is tried on every
 // node next (pkg/state narrow.go). nil: every node, as for a pod that
 // names no model, asks for more than one card resource, was nominated by
-// preemption, or missed before, and when those nodes are all there are.
+// preemption, is bound (an in-place resize), or missed before (it or
+// another pod of its gang), when an earlier PreFilter refused the pod, and
+// when those nodes are all there are.
 func (p *Plugin) narrow(cs fwk.CycleState, s *stateData, pod *corev1.Pod, c state.Candidate, infos fwk.NodeInfoLister, all int) *fwk.PreFilterResult {
-	if len(s.names) == 0 || len(s.requests) != 1 || c.NarrowMissed || pod.Status.NominatedNodeName != "" {
+	if len(s.names) == 0 || len(s.requests) != 1 || c.NarrowMissed || pod.Status.NominatedNodeName != "" || pod.Spec.NodeName != "" ||
+		state.RefusedAtPreFilter(cs) {
 		return nil
 	}
 	rq := s.requests[0]
@@ -44,7 +47,7 @@ func (p *Plugin) narrow(cs fwk.CycleState, s *stateData, pod *corev1.Pod, c stat
 		of := p.state.NodesOf(rq.resource, model)
 		for _, name := range of {
 			ni, err := infos.Get(name)
-			if err != nil || !f.fits(ni) {
+			if err != nil || !f.fits(ni, p.state.ClaimsOn(name)) {
 				continue
 			}
 			if names == nil {
@@ -65,7 +68,8 @@ func (p *Plugin) narrow(cs fwk.CycleState, s *stateData, pod *corev1.Pod, c stat
 }
 
 // fit is what narrow checks a node for: what NodeResourcesFit,
-// NodeUnschedulable, TaintToleration and NodeAffinity check, on numbers
+// NodeUnschedulable, TaintToleration and NodeAffinity check, and the room
+// preemption keeps there for others (CardinalQueue's Filter), on numbers
 // read once per cycle.
 type fit struct {
 	pod          *corev1.Pod
@@ -88,14 +92,24 @@ func newFit(pod *corev1.Pod, card cardRequest) *fit {
 // unschedulable is the taint a cordoned node is treated as having.
 var unschedulable = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
 
-func (f *fit) fits(ni fwk.NodeInfo) bool {
+// fits tells whether the pod looks to fit on the node, claims being the
+// room kept there for preemptors.
+func (f *fit) fits(ni fwk.NodeInfo, claims []state.Claim) bool {
 	node := ni.Node()
 	if node == nil {
 		return false
 	}
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
-	if f.card.n > alloc.GetScalarResources()[f.card.resource]-used.GetScalarResources()[f.card.resource] ||
-		f.cpu > alloc.GetMilliCPU()-used.GetMilliCPU() || f.memory > alloc.GetMemory()-used.GetMemory() ||
+	var kept quota.Resources
+	if len(claims) > 0 {
+		kept = state.KeptFrom(f.pod, ni, claims)
+	}
+	// As NodeResourcesFit, a resource the pod does not ask for is not
+	// checked, even on a node whose use exceeds what it has.
+	short := func(want, free int64, r corev1.ResourceName) bool { return want > 0 && want > free-kept[r] }
+	if short(f.card.n, alloc.GetScalarResources()[f.card.resource]-used.GetScalarResources()[f.card.resource], f.card.resource) ||
+		short(f.cpu, alloc.GetMilliCPU()-used.GetMilliCPU(), corev1.ResourceCPU) ||
+		short(f.memory, alloc.GetMemory()-used.GetMemory(), corev1.ResourceMemory) ||
 		len(ni.GetPods()) >= alloc.GetAllowedPodNumber() {
 		return false
 	}

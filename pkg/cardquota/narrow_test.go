@@ -6,11 +6,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
 )
@@ -34,14 +36,15 @@ func TestNarrow(t *testing.T) {
 	}
 	both := map[string]state.CardUsage{rtx: {Listed: true, Capability: 8}, rtxD: {Listed: true, Capability: 8}}
 	tests := []struct {
-		name   string
-		pod    *corev1.Pod
-		a0     *corev1.Node // default: a 4090 with 4 cards
-		placed []*corev1.Pod
-		cards  map[string]state.CardUsage
-		missed bool
-		more   int      // nodes the cycle has beyond these three; -1: only the two 4090s
-		want   []string // nil: every node
+		name    string
+		pod     *corev1.Pod
+		a0      *corev1.Node // default: a 4090 with 4 cards
+		placed  []*corev1.Pod
+		cards   map[string]state.CardUsage
+		missed  bool
+		refused bool
+		more    int      // nodes the cycle has beyond these three; -1: only the two 4090s
+		want    []string // nil: every node
 	}{
 		{name: "first alternative with room", pod: preferring().Obj(), want: []string{"a-0", "a-1"}},
 		{name: "a node of it full of cards", pod: preferring().Obj(), placed: []*corev1.Pod{placed("a-0", 4, "1")}, want: []string{"a-1"}},
@@ -61,7 +64,33 @@ func TestNarrow(t *testing.T) {
 		{name: "no room anywhere", pod: preferring().Obj(),
 			placed: []*corev1.Pod{placed("a-0", 4, "1"), placed("a-1", 4, "1"), placed("b-0", 4, "1")}},
 		{name: "the first alternative's nodes are every node", pod: preferring().Obj(), more: -1},
+		{name: "no memory left", pod: preferring().Req(corev1.ResourceMemory, "1Gi").Obj(),
+			placed: []*corev1.Pod{func() *corev1.Pod {
+				p := builder.MakePod("ns", "big").Req(corev1.ResourceMemory, "256Gi").Obj()
+				p.Spec.NodeName = "a-0"
+				return p
+			}()}, want: []string{"a-1"}},
+		{name: "no pod slot left", pod: preferring().Obj(), a0: builder.MakeNode("a-0").GPU(rtx, 4).Res(corev1.ResourcePods, "1").Obj(),
+			placed: []*corev1.Pod{placed("a-0", 1, "1")}, want: []string{"a-1"}},
+		{name: "untolerated NoExecute taint", pod: preferring().Obj(), a0: func() *corev1.Node {
+			n := builder.MakeNode("a-0").GPU(rtx, 4).Obj()
+			n.Spec.Taints = []corev1.Taint{{Key: "drain", Effect: corev1.TaintEffectNoExecute}}
+			return n
+		}(), want: []string{"a-1"}},
+		{name: "PreferNoSchedule taint keeps nothing off", pod: preferring().Obj(), a0: func() *corev1.Node {
+			n := builder.MakeNode("a-0").GPU(rtx, 4).Obj()
+			n.Spec.Taints = []corev1.Taint{{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}}
+			return n
+		}(), want: []string{"a-0", "a-1"}},
+		{name: "a resource not asked for is not checked", pod: builder.MakePod("ns", "p").GPU(1).CardName(rtx + "|" + rtxD).Obj(),
+			placed: []*corev1.Pod{placed("a-0", 1, "40")}, want: []string{"a-0", "a-1"}},
 		{name: "names no model", pod: builder.MakePod("ns", "p").GPU(1).Obj()},
+		{name: "bound (an in-place resize)", pod: func() *corev1.Pod {
+			p := preferring().Obj()
+			p.Spec.NodeName = "a-0"
+			return p
+		}()},
+		{name: "refused by an earlier PreFilter", pod: preferring().Obj(), refused: true},
 		{name: "missed before", pod: preferring().Obj(), missed: true},
 		{name: "nominated", pod: func() *corev1.Pod {
 			p := preferring().Obj()
@@ -94,6 +123,9 @@ func TestNarrow(t *testing.T) {
 			s.cards = cards
 			s.requests = newCardRequests(c.CardRequests)
 			cs := framework.NewCycleState()
+			if tt.refused {
+				state.MarkRefusedAtPreFilter(cs)
+			}
 			got := p.narrow(cs, s, tt.pod, c, cache.NewSnapshot(tt.placed, nodes).NodeInfos(), len(nodes)+max(tt.more, 0))
 			if tt.want == nil {
 				if got != nil || s.narrowedTo != "" {
@@ -112,6 +144,42 @@ func TestNarrow(t *testing.T) {
 			}
 			if _, narrowed := st.NarrowingMissed(cs, tt.pod, filteredOn("a-0")); !narrowed {
 				t.Errorf("the cycle is not marked narrowed")
+			}
+		})
+	}
+}
+
+// TestFitKeptRoom: room preemption keeps on a node for another preemptor
+// is not room for the pod; its own preemptor's, or one whose member is
+// already on the node, is.
+func TestFitKeptRoom(t *testing.T) {
+	pod := builder.MakePod("ns", "p").GPU(2).Obj()
+	member := builder.MakePod("ns", "member").GPU(1).Obj()
+	member.UID, member.Spec.NodeName = "member", "a-0"
+	ni := cache.NewSnapshot([]*corev1.Pod{member}, []*corev1.Node{builder.MakeNode("a-0").GPU(rtx, 4).Obj()}).NodeInfos()
+	node, err := ni.Get("a-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := func(key string, uid string, cards int64) state.Claim {
+		return state.Claim{Key: key, Pod: types.UID(uid), Node: "a-0", Request: quota.Resources{builder.GPUResource: cards}}
+	}
+	tests := []struct {
+		name   string
+		claims []state.Claim
+		fits   bool
+	}{
+		{name: "nothing kept", fits: true},
+		{name: "kept for another preemptor", claims: []state.Claim{keep("gang ns/other", "o-0", 2)}},
+		{name: "kept for the pod's own", claims: []state.Claim{keep(state.PreemptorKeyOf(pod), "p", 2)}, fits: true},
+		{name: "kept for a member already on it", claims: []state.Claim{keep("gang ns/other", "member", 1)}, fits: true},
+		{name: "less kept than left over", claims: []state.Claim{keep("gang ns/other", "o-0", 1)}, fits: true},
+	}
+	f := newFit(pod, newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 2})[0])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := f.fits(node, tt.claims); got != tt.fits {
+				t.Errorf("fits %v, want %v", got, tt.fits)
 			}
 		})
 	}

@@ -304,6 +304,46 @@ func TestPostFilterRejectsWaitingMembersAndElasticNeverPreempts(t *testing.T) {
 	}
 }
 
+// TestPostFilterAfterNarrowingMiss: a min member that fit none of the
+// nodes its cycle was narrowed to fails nothing: its waiting sibling keeps
+// its node, the gang does not back off, and the member is woken to be
+// tried on every node, with or without preemption in the profile.
+func TestPostFilterAfterNarrowingMiss(t *testing.T) {
+	for _, preemption := range []bool{false, true} {
+		t.Run(fmt.Sprintf("preemption %v", preemption), func(t *testing.T) {
+			f := newFixture(t)
+			if preemption {
+				f.st.EnablePreemption()
+			}
+			pods := f.gang("train", 2, 2, t0)
+			if code, _ := f.schedule(pods[0]); code != fwk.Wait {
+				t.Fatalf("first member: %v, want Wait", code)
+			}
+			cs := framework.NewCycleState()
+			if _, s := f.p.PreFilter(context.Background(), cs, pods[1], f.nodes); !s.IsSuccess() {
+				t.Fatal(s)
+			}
+			state.MarkNarrowed(cs, "NVIDIA-H200", 1)
+			statuses := framework.NewDefaultNodeToStatus()
+			statuses.Set("node", fwk.NewStatus(fwk.Unschedulable, "node(s) didn't have free ports for the requested pod ports"))
+			_, s := f.p.PostFilter(context.Background(), cs, pods[1], statuses)
+			f.flush()
+			if s.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(s.Message(), "tried again on every node") {
+				t.Errorf("PostFilter: %v, want UnschedulableAndUnresolvable saying it is tried on every node", s)
+			}
+			if r := f.h.waitingPod(pods[0]).rejected; r != "" {
+				t.Errorf("the waiting member gave back its node: %s", r)
+			}
+			if diff := cmp.Diff([]string{"ns/train-1"}, f.h.takeActivated()); diff != "" {
+				t.Errorf("woken (-want +got):\n%s", diff)
+			}
+			if code, _ := f.schedule(pods[1]); code != fwk.Success {
+				t.Errorf("the member tried again: %v, want it placed and its gang let through", code)
+			}
+		})
+	}
+}
+
 func TestOneGangAssembledAtATime(t *testing.T) {
 	f := newFixture(t)
 	a := f.gang("a", 2, 2, t0)

@@ -46,12 +46,16 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	}
 	start, st := p.state.TryStart(pod)
 	cs.Write(stateKey, &stateData{turnedAway: st != nil})
+	if st != nil {
+		state.MarkRefusedAtPreFilter(cs)
+	}
 	if st != nil || start.Missing == 0 {
 		return nil, st
 	}
 	// Not a turning away: preemption may still make room (PostFilter), and
 	// if it cannot, PostFilter fails the gang.
 	if room := roomFor(shapeOf(start.Pending), nodes, start.Missing); room < start.Missing {
+		state.MarkRefusedAtPreFilter(cs)
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"gang %s does not fit: its min needs %d more pods placed and free resources hold at most %d like them", start.Gang, start.Missing, room))
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/quota"
@@ -17,32 +16,7 @@ import (
 // that room from pods of lower or equal priority; this keeps it from all.
 // It costs nothing on nodes without kept room, which is nearly all of them.
 func keptRoom(pod *corev1.Pod, request quota.Resources, nodeInfo fwk.NodeInfo, claims []state.Claim) *fwk.Status {
-	if len(claims) == 0 {
-		return nil
-	}
-	own := state.PreemptorKeyOf(pod)
-	var kept quota.Resources
-	var on map[types.UID]bool
-	for _, c := range claims {
-		if c.Key == own {
-			continue
-		}
-		if on == nil {
-			// Nominated members the framework already put on the node for
-			// this Filter count once.
-			on = map[types.UID]bool{}
-			for _, pi := range nodeInfo.GetPods() {
-				on[pi.GetPod().UID] = true
-			}
-		}
-		if on[c.Pod] {
-			continue
-		}
-		if kept == nil {
-			kept = quota.Resources{}
-		}
-		kept.Add(c.Request)
-	}
+	kept := state.KeptFrom(pod, nodeInfo, claims)
 	if len(kept) == 0 {
 		return nil
 	}

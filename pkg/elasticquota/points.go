@@ -99,6 +99,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	cs.Write(stateKey, s)
 	if st != nil {
 		p.state.WaitForRoom(pod, c.Queue, false)
+		state.MarkRefusedAtPreFilter(cs)
 		return nil, st
 	}
 	return nil, nil

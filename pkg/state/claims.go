@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/quota"
 )
@@ -214,4 +215,36 @@ func (s *State) ClaimsOn(node string) []Claim {
 		return v.([]Claim)
 	}
 	return nil
+}
+
+// KeptFrom is the room kept on a node from pod: what the claims there of
+// preemptors other than pod's own keep for members not yet on the node
+// (nominated members the framework put on it for a Filter count once).
+// nil when nothing is kept from it.
+func KeptFrom(pod *corev1.Pod, nodeInfo fwk.NodeInfo, claims []Claim) quota.Resources {
+	if len(claims) == 0 {
+		return nil
+	}
+	own := PreemptorKeyOf(pod)
+	var kept quota.Resources
+	var on map[types.UID]bool
+	for _, c := range claims {
+		if c.Key == own {
+			continue
+		}
+		if on == nil {
+			on = map[types.UID]bool{}
+			for _, pi := range nodeInfo.GetPods() {
+				on[pi.GetPod().UID] = true
+			}
+		}
+		if on[c.Pod] {
+			continue
+		}
+		if kept == nil {
+			kept = quota.Resources{}
+		}
+		kept.Add(c.Request)
+	}
+	return kept
 }

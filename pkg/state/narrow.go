@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -17,7 +18,17 @@ import (
 // backs off; every Cardinal PostFilter ends the cycle, the pod is woken to
 // be tried on every node, and it is never narrowed again.
 
-const narrowedKey fwk.StateKey = "CardinalNarrowed"
+const (
+	narrowedKey fwk.StateKey = "CardinalNarrowed"
+	refusedKey  fwk.StateKey = "CardinalRefusedAtPreFilter"
+)
+
+// rewakeAfter is how long after a miss the pod is woken a second time.
+// The first wake-up most often reaches kube-scheduler's queue while the
+// pod is still in its failed cycle, which the queue answers by putting it
+// back after its backoff (a second at least, ten after many failures); the
+// second finds it back in the queue and moves it to be tried at once.
+const rewakeAfter = 100 * time.Millisecond
 
 // narrowing is what a cycle narrowed its pod to.
 type narrowing struct {
@@ -52,7 +63,14 @@ func (s *State) NarrowingMissed(cs fwk.CycleState, pod *corev1.Pod, statuses fwk
 	s.mu.Lock()
 	if e := s.pods[pod.UID]; e != nil && !e.narrowMissed {
 		e.narrowMissed = true
-		s.activateLocked(slices.Values([]*corev1.Pod{pod}))
+		if g := s.gangs[e.Gang]; g != nil {
+			// Its siblings are most likely kept from the same nodes
+			// alike (one template): they are tried on every node too.
+			for _, m := range g.members {
+				m.narrowMissed = true
+			}
+		}
+		s.rewakeLocked(pod)
 	}
 	s.mu.Unlock()
 	nodes := fmt.Sprintf("%d nodes", n.nodes)
@@ -61,6 +79,33 @@ func (s *State) NarrowingMissed(cs fwk.CycleState, pod *corev1.Pod, statuses fwk
 	}
 	return fmt.Sprintf("tried first on the %s of %s, its first card-name alternative with quota, that looked to have room for it: none fits; it is tried again on every node",
 		nodes, n.model), true
+}
+
+// rewakeLocked wakes pod now and again after rewakeAfter.
+func (s *State) rewakeLocked(pod *corev1.Pod) {
+	s.activateLocked(slices.Values([]*corev1.Pod{pod}))
+	s.clock.AfterFunc(rewakeAfter, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if e := s.pods[pod.UID]; e != nil && !e.placed() {
+			s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
+		}
+	})
+}
+
+type refusal struct{}
+
+func (refusal) Clone() fwk.StateData { return refusal{} }
+
+// MarkRefusedAtPreFilter records in cs that a Cardinal PreFilter refused
+// the pod: Filter will not run, and there are no nodes to narrow.
+func MarkRefusedAtPreFilter(cs fwk.CycleState) { cs.Write(refusedKey, refusal{}) }
+
+// RefusedAtPreFilter tells whether a Cardinal PreFilter that ran before
+// refused the pod in this cycle.
+func RefusedAtPreFilter(cs fwk.CycleState) bool {
+	_, err := cs.Read(refusedKey)
+	return err == nil
 }
 
 // filtered tells whether the cycle's Filter ran on some node: a PreFilter's

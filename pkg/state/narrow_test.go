@@ -1,13 +1,18 @@
 package state
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
+	testingclock "k8s.io/utils/clock/testing"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/test/builder"
 )
@@ -63,10 +68,18 @@ func TestNodesOf(t *testing.T) {
 // nothing to do; in one that was, the pod is woken once, says where it was
 // tried, and is not narrowed again.
 func TestNarrowingMissed(t *testing.T) {
-	s := New(DefaultSettings())
-	pod := builder.MakePod("ns", "p").GPU(1).CardName(h200).Obj()
-	pod.UID = "p"
-	s.OnPod(pod)
+	clk := testingclock.NewFakeClock(t0)
+	settings := DefaultSettings()
+	settings.SchedulerName = builder.SchedulerName
+	s := NewWithClock(settings, clk)
+	s.OnPodGroup(&schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "g"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}})
+	var pod, sibling *corev1.Pod
+	for i, p := range []**corev1.Pod{&pod, &sibling} {
+		*p = builder.MakePod("ns", fmt.Sprintf("g-%d", i)).Label(schedv1alpha1.PodGroupLabel, "g").GPU(1).CardName(h200).Obj()
+		(*p).UID = types.UID((*p).Name)
+		s.OnPod(*p)
+	}
+	s.Flush(&fakeFramework{})
 
 	filtered := framework.NewDefaultNodeToStatus()
 	filtered.Set("n", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
@@ -92,10 +105,16 @@ func TestNarrowingMissed(t *testing.T) {
 		}
 	}
 	s.Flush(fw)
-	if diff := cmp.Diff([]string{"ns/p"}, fw.activated); diff != "" {
+	if diff := cmp.Diff([]string{"ns/g-0"}, fw.activated); diff != "" {
 		t.Errorf("woken (-want +got):\n%s", diff)
 	}
-	if !s.Candidate(pod).NarrowMissed {
-		t.Errorf("the pod would be narrowed again")
+	// Woken again once kube-scheduler has put it back in its queue.
+	clk.Step(rewakeAfter)
+	s.Flush(fw)
+	if diff := cmp.Diff([]string{"ns/g-0", "ns/g-0"}, fw.activated); diff != "" {
+		t.Errorf("woken (-want +got):\n%s", diff)
+	}
+	if !s.Candidate(pod).NarrowMissed || !s.Candidate(sibling).NarrowMissed {
+		t.Errorf("the pod or its gang's other pod would be narrowed again")
 	}
 }

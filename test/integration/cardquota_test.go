@@ -252,8 +252,9 @@ func TestRoomOfTwoCardResources(t *testing.T) {
 // TestCardPreferenceMissed: a "4090|4090-D" pod that the 4090 has cards
 // for but cannot take for another reason (its host port is in use there)
 // is tried there first, then on every node, and binds on the 4090-D. It
-// preempts nothing for it, though it could evict the pod holding the port,
-// and a gang whose member misses so is not failed for it (SPEC §4.3).
+// preempts nothing for it, though its priority would let it evict the pod
+// holding the port, and a gang whose member misses so is not failed for it
+// (SPEC §4.3).
 func TestCardPreferenceMissed(t *testing.T) {
 	ensurePriorityClasses(t)
 	createQueue(t, builder.MakeQueue("miss").Card(rtx, 8, 8).Card(rtxD, 8, 8).Obj())
@@ -285,7 +286,7 @@ func TestCardPreferenceMissed(t *testing.T) {
 		p.Annotations[v1alpha1.CardNameAnnotation] = rtx + "|" + rtxD
 		hostPort(p, 7001+int32(i)) // g-0's port is in use on the 4090, g-1's is free on both
 	}
-	createPods(t, g...)
+	createPods(t, prioritized(highPriority, g...)...)
 	nodes := waitBound(t, ns, "g-0", "g-1")
 	if nodes["g-0"] != "miss-4090d" || nodes["g-1"] != "miss-4090" {
 		t.Errorf("gang bound to %v, want g-0 on miss-4090d and g-1 on miss-4090", nodes)
