@@ -38,6 +38,9 @@ type stateData struct {
 	// since. It holds while the state's nodes are at nodesGen.
 	everyNode, adjusted bool
 	nodesGen            uint64
+	// views are the state's card models of every node at nodesGen, read
+	// by Filter while no node has changed since.
+	views map[string]cardmodel.Node
 	// productLabels, set by PreScore for a pod that asks only for whole
 	// cards, are the node labels naming the models of what it asks for.
 	productLabels []string
@@ -161,7 +164,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if !simulating {
 		s.waits = &atomic.Bool{} // a preemption plan's refusals wait for nothing
 	}
-	s.nodesGen = p.state.NodesGeneration()
+	s.views, s.nodesGen = p.state.NodeViews()
 	s.everyNode = !simulating && p.passesEveryNode(s, len(nodes))
 	cs.Write(stateKey, s)
 	if len(names) == 0 || simulating {
@@ -250,7 +253,7 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 		return fwk.AsStatus(err)
 	}
 	nodeName := nodeInfo.Node().Name
-	node, known := p.state.Node(nodeName)
+	node, known := p.nodeOf(s, nodeName)
 	alloc := nodeInfo.GetAllocatable().GetScalarResources()
 	if unseen := unseenCards(s, node, known, nodeInfo.Node(), alloc); len(unseen) > 0 {
 		// kube-scheduler's snapshot is ahead of the state's informer: the
@@ -299,6 +302,16 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 			"node %s has none of the pod's card models %s", nodeName, strings.Join(s.names, "|"))))
 	}
 	return p.room(s, pod, nodeInfo, alloc)
+}
+
+// nodeOf is the state's view of a node's card models: the cycle's, while
+// no node has changed since PreFilter, else the state's latest.
+func (p *Plugin) nodeOf(s *stateData, name string) (cardmodel.Node, bool) {
+	if s.views != nil && p.state.NodesGeneration() == s.nodesGen {
+		n, ok := s.views[name]
+		return n, ok
+	}
+	return p.state.Node(name)
 }
 
 // unseenCards are the card resources the pod requests that the node has

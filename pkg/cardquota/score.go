@@ -49,7 +49,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 		}
 		return best, nil
 	}
-	node, _ := p.state.Node(nodeInfo.Node().Name)
+	node, _ := p.nodeOf(s, nodeInfo.Node().Name)
 	var best int64
 	for _, c := range node.Cards {
 		if s.requests.of(c.Resource) == 0 {

@@ -228,6 +228,36 @@ func (s *State) Node(name string) (cardmodel.Node, bool) {
 	return v.(cardmodel.Node), true
 }
 
+// nodeViews are the nodes' card models at one nodes generation.
+type nodeViews struct {
+	gen   uint64
+	nodes map[string]cardmodel.Node
+}
+
+// NodeViews returns every node's card models as last detected, and the
+// nodes generation they are of. The map is shared and never changed:
+// Filter reads it from parallel goroutines, a plain map lookup where
+// Node's costs a concurrent map's. It is made anew, in one pass under the
+// lock, on the first call after a node came, went or changed, so at most
+// once a scheduling cycle however fast nodes change.
+func (s *State) NodeViews() (map[string]cardmodel.Node, uint64) {
+	if v := s.views.Load(); v != nil && v.gen == s.nodesGen.Load() {
+		return v.nodes, v.gen
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gen := s.nodesGen.Load() // moves only under the lock
+	if v := s.views.Load(); v != nil && v.gen == gen {
+		return v.nodes, gen
+	}
+	nodes := make(map[string]cardmodel.Node, len(s.nodes))
+	for name, e := range s.nodes {
+		nodes[name] = e.models
+	}
+	s.views.Store(&nodeViews{gen: gen, nodes: nodes})
+	return nodes, gen
+}
+
 // NodesGeneration changes whenever a node is added or removed or its card
 // models change: what a cycle read of the nodes at one generation holds
 // while it lasts.

@@ -156,6 +156,9 @@ type State struct {
 	// nodesGen counts changes to the set of nodes and their models, so a
 	// cycle can tell whether what it read of them still holds.
 	nodesGen atomic.Uint64
+	// views is every node's card models at one nodes generation, made
+	// anew on the first read after a change (NodeViews).
+	views atomic.Pointer[nodeViews]
 	// claimReads mirrors the room kept on each node for preemptors
 	// (preempt.go), for Filter to read without the lock.
 	claimReads sync.Map
