@@ -117,6 +117,10 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 		ratio("Cardinal / default given the same model preference as node affinity, cards over 100 queues (pods/s)",
 			pps("cards-100q-affinity/cardinal"), pps("cards-100q-affinity/default"), "-")
 	}
+	if _, ok := byKey["cards-100q-any/default"]; ok { // full mode only
+		ratio("Cardinal / default, cards over 100 queues, pods that name no model (pods/s)",
+			pps("cards-100q-any/cardinal"), pps("cards-100q-any/default"), "≥ 0.95")
+	}
 	for _, w := range []string{"cards-100q", "cards-100q-affinity"} {
 		if c, d := byKey[w+"/cardinal"].FirstModelFill, byKey[w+"/default"].FirstModelFill; c != nil && d != nil {
 			fmt.Fprintf(&b, "- %s: the first card-name alternative's nodes filled to %.0f%% by Cardinal, %.0f%% by the default profile (100%%: packed onto them first)\n",

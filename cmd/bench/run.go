@@ -392,7 +392,12 @@ func profileCPU(ctx context.Context, port int, path string) {
 		fmt.Fprintln(os.Stderr, "profile:", err)
 		return
 	}
-	_ = os.WriteFile(path, body, 0o644)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+		err = os.WriteFile(path, body, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+	}
 }
 
 // benchConfig writes a copy of a scheduler configuration into dir with what

@@ -93,7 +93,10 @@ func workloads(mode string) []workload {
 		w := cards(100)
 		w.Name, w.About = "cards-100q-affinity", "cards-100q, with the default profile's pods asking for the same model preference as preferred node affinity"
 		w.AffinityForDefault = true
-		out = append(out, w)
+		any := cards(100)
+		any.Name, any.About = "cards-100q-any", "cards-100q with pods that name no model: any model their queue has quota for"
+		any.CardName = ""
+		out = append(out, w, any)
 	}
 	return out
 }
