@@ -50,10 +50,7 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 	s.countNodeCardsLocked(node.Name, detected, 1)
 	s.countCarriersLocked(alloc, 1)
 	s.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
-	// The generation moves first: a Filter that reads the new models then
-	// reads the new generation too.
-	s.nodesGen.Add(1)
-	s.nodeReads.Store(node.Name, detected)
+	s.nodesGen.Add(1) // NodeViews are made anew on their next read
 	s.capacity.Add(alloc)
 	var learned []corev1.ResourceName
 	for _, c := range detected.Cards {
@@ -106,7 +103,6 @@ func (s *State) deleteNodeLocked(name string) {
 	s.countNodeCardsLocked(name, old.models, -1)
 	s.countCarriersLocked(old.allocatable, -1)
 	delete(s.nodes, name)
-	s.nodeReads.Delete(name)
 	s.nodesGen.Add(1)
 	s.notifyLocked()
 }
@@ -117,31 +113,28 @@ type cardKey struct {
 	model    string
 }
 
-// countNodeCardsLocked adds sign to the node counts of each card resource
-// and model the node carries, and adds the node to (or removes it from)
-// the nodes of each.
+// countNodeCardsLocked adds the node to (sign 1) or removes it from (-1)
+// the nodes of each card resource and model it carries.
 func (s *State) countNodeCardsLocked(name string, n cardmodel.Node, sign int) {
 	add := func(r corev1.ResourceName, model string) {
-		k := cardKey{r, model}
-		names := s.modelNodes[k]
+		delete(s.modelLists, cardKey{r, model})
+		byModel := s.nodesByCard[r]
+		if byModel == nil {
+			byModel = map[string]map[string]struct{}{}
+			s.nodesByCard[r] = byModel
+		}
+		names := byModel[model]
 		if names == nil {
 			names = map[string]struct{}{}
-			s.modelNodes[k] = names
+			byModel[model] = names
 		}
 		if sign > 0 {
 			names[name] = struct{}{}
-		} else if delete(names, name); len(names) == 0 {
-			delete(s.modelNodes, k)
+			return
 		}
-		delete(s.modelLists, k)
-		m := s.nodesByCard[r]
-		if m == nil {
-			m = map[string]int{}
-			s.nodesByCard[r] = m
-		}
-		if m[model] += sign; m[model] <= 0 {
-			delete(m, model)
-			if len(m) == 0 {
+		if delete(names, name); len(names) == 0 {
+			delete(byModel, model)
+			if len(byModel) == 0 {
 				delete(s.nodesByCard, r)
 			}
 		}
@@ -178,14 +171,14 @@ func (s *State) ModelsCarrying(resource corev1.ResourceName) (models []string, u
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	labelled := 0
-	for m, n := range s.nodesByCard[resource] {
+	for m, names := range s.nodesByCard[resource] {
 		if m == "" {
 			continue
 		}
-		labelled += n
+		labelled += len(names)
 		models = append(models, m)
 	}
-	return models, s.nodesByCard[resource][""] > 0 || s.carriers[resource] > labelled, len(s.nodes)
+	return models, len(s.nodesByCard[resource][""]) > 0 || s.carriers[resource] > labelled, len(s.nodes)
 }
 
 // NodesOf returns the nodes that carry card resource under model, as last
@@ -196,7 +189,7 @@ func (s *State) NodesOf(resource corev1.ResourceName, model string) []string {
 	k := cardKey{resource, model}
 	s.mu.RLock()
 	list, ok := s.modelLists[k]
-	none := len(s.modelNodes[k]) == 0
+	none := len(s.nodesByCard[resource][model]) == 0
 	s.mu.RUnlock()
 	if ok || none {
 		return list
@@ -206,7 +199,7 @@ func (s *State) NodesOf(resource corev1.ResourceName, model string) []string {
 	if list, ok := s.modelLists[k]; ok {
 		return list
 	}
-	list = slices.Sorted(maps.Keys(s.modelNodes[k]))
+	list = slices.Sorted(maps.Keys(s.nodesByCard[resource][model]))
 	s.modelLists[k] = list
 	return list
 }
@@ -217,15 +210,11 @@ func (s *State) addCardCapacityLocked(model string, n int64) {
 	}
 }
 
-// Node returns a node's card models as last detected. It takes no lock:
-// Filter and Score call it for every node from parallel goroutines, where
-// even a read lock's shared counter showed in profiles.
+// Node returns a node's card models as last detected, from NodeViews.
 func (s *State) Node(name string) (cardmodel.Node, bool) {
-	v, ok := s.nodeReads.Load(name)
-	if !ok {
-		return cardmodel.Node{}, false
-	}
-	return v.(cardmodel.Node), true
+	views, _ := s.NodeViews()
+	n, ok := views[name]
+	return n, ok
 }
 
 // nodeViews are the nodes' card models at one nodes generation.
@@ -236,10 +225,11 @@ type nodeViews struct {
 
 // NodeViews returns every node's card models as last detected, and the
 // nodes generation they are of. The map is shared and never changed:
-// Filter reads it from parallel goroutines, a plain map lookup where
-// Node's costs a concurrent map's. It is made anew, in one pass under the
-// lock, on the first call after a node came, went or changed, so at most
-// once a scheduling cycle however fast nodes change.
+// Filter and Score read it for every node from parallel goroutines, where
+// a lock, even a read lock's shared counter, or a concurrent map showed in
+// profiles. It is made anew, in one pass under the lock, on the first call
+// after a node came, went, changed models or allocatable, so at most once
+// a scheduling cycle however often nodes change.
 func (s *State) NodeViews() (map[string]cardmodel.Node, uint64) {
 	if v := s.views.Load(); v != nil && v.gen == s.nodesGen.Load() {
 		return v.nodes, v.gen

@@ -109,18 +109,16 @@ type State struct {
 	// capacity is the sum of the nodes' allocatable; cardCapacity the cards of each model.
 	capacity     quota.Resources
 	cardCapacity map[string]int64
-	// nodesByCard counts, per card resource, the nodes that carry it under
+	// nodesByCard are, per card resource, the nodes that carry it under
 	// each model (model "" for nodes whose cards of it have no product
-	// label), so PreFilter can tell when every node would pass card Filter.
-	nodesByCard map[corev1.ResourceName]map[string]int
+	// label), so PreFilter can tell when every node would pass card Filter
+	// and which nodes to narrow a pod to; modelLists the same as sorted
+	// lists, made when first read after a change (nodes.go).
+	nodesByCard map[corev1.ResourceName]map[string]map[string]struct{}
+	modelLists  map[cardKey][]string
 	// carriers counts, per resource, the nodes that have it allocatable.
 	carriers map[corev1.ResourceName]int
-	// modelNodes are, per card resource and model, the nodes that carry it
-	// under that model; modelLists the same as sorted lists, made when first
-	// read after a change (nodes.go).
-	modelNodes map[cardKey]map[string]struct{}
-	modelLists map[cardKey][]string
-	deserved   deservedCache
+	deserved deservedCache
 
 	// Gang assembly (assembly.go).
 	assembling    sets.Set[gang.Key]
@@ -150,9 +148,6 @@ type State struct {
 	// permitPlugin is the plugin whose Permit holds gangs' members.
 	permitPlugin string
 
-	// nodeReads mirrors each node's card models for Filter and Score, which
-	// read them for every node from parallel goroutines without the lock.
-	nodeReads sync.Map
 	// nodesGen counts changes to the set of nodes and their models, so a
 	// cycle can tell whether what it read of them still holds.
 	nodesGen atomic.Uint64
@@ -212,9 +207,8 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		cardResources:    map[corev1.ResourceName]bool{},
 		capacity:         quota.Resources{},
 		cardCapacity:     map[string]int64{},
-		nodesByCard:      map[corev1.ResourceName]map[string]int{},
+		nodesByCard:      map[corev1.ResourceName]map[string]map[string]struct{}{},
 		carriers:         map[corev1.ResourceName]int{},
-		modelNodes:       map[cardKey]map[string]struct{}{},
 		modelLists:       map[cardKey][]string{},
 		assembling:       sets.New[gang.Key](),
 		needMin:          sets.New[gang.Key](),
