@@ -67,10 +67,11 @@ func (p *Plugin) narrow(cs fwk.CycleState, s *stateData, pod *corev1.Pod, c stat
 	return nil
 }
 
-// fit is what narrow checks a node for: what NodeResourcesFit,
-// NodeUnschedulable, TaintToleration and NodeAffinity check, and the room
-// preemption keeps there for others (CardinalQueue's Filter), on numbers
-// read once per cycle.
+// fit is what narrow checks a node for, on numbers read once per cycle:
+// room for the pod's cards, cpu, memory and one more pod (part of what
+// NodeResourcesFit checks), less what preemption keeps there for others
+// (CardinalQueue's Filter); the node's taints and cordon (TaintToleration,
+// NodeUnschedulable); the pod's required node affinity (NodeAffinity).
 type fit struct {
 	pod          *corev1.Pod
 	card         cardRequest
@@ -132,12 +133,12 @@ func noSchedule(t *corev1.Taint) bool {
 }
 
 // PostFilter ends a cycle that PreFilter narrowed and that found no node,
-// before preemption or a gang's failure: the pod is tried again at once on
+// before preemption or a gang's failure: the pod is woken to be tried on
 // every node (pkg/state narrow.go). Other failures are left to the
 // PostFilters after it.
 func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if msg, narrowed := p.state.NarrowingMissed(cs, pod, statuses); narrowed {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	if st := p.state.AfterNarrowingMiss(cs, pod, statuses); st != nil {
+		return nil, st // only part of the nodes were tried
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)
 }

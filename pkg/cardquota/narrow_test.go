@@ -3,6 +3,7 @@ package cardquota
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/state"
@@ -85,6 +87,7 @@ func TestNarrow(t *testing.T) {
 		{name: "a resource not asked for is not checked", pod: builder.MakePod("ns", "p").GPU(1).CardName(rtx + "|" + rtxD).Obj(),
 			placed: []*corev1.Pod{placed("a-0", 1, "40")}, want: []string{"a-0", "a-1"}},
 		{name: "names no model", pod: builder.MakePod("ns", "p").GPU(1).Obj()},
+		{name: "asks for two card resources", pod: preferring().Extended("nvidia.com/mig-1g.18gb", 1).Obj()},
 		{name: "bound (an in-place resize)", pod: func() *corev1.Pod {
 			p := preferring().Obj()
 			p.Spec.NodeName = "a-0"
@@ -108,7 +111,7 @@ func TestNarrow(t *testing.T) {
 			if tt.more < 0 {
 				nodes = nodes[:2]
 			}
-			st := state.New(state.DefaultSettings())
+			st := state.NewWithClock(state.DefaultSettings(), testingclock.NewFakeClock(time.Now()))
 			for _, n := range nodes {
 				st.OnNode(n)
 			}
@@ -131,7 +134,7 @@ func TestNarrow(t *testing.T) {
 				if got != nil || s.narrowedTo != "" {
 					t.Fatalf("narrowed to %v (%s), want every node", got.NodeNames, s.narrowedTo)
 				}
-				if _, narrowed := st.NarrowingMissed(cs, tt.pod, filteredOn("a-0")); narrowed {
+				if st.AfterNarrowingMiss(cs, tt.pod, filteredOn("a-0")) != nil {
 					t.Errorf("the cycle is marked narrowed")
 				}
 				return
@@ -142,7 +145,7 @@ func TestNarrow(t *testing.T) {
 			if diff := cmp.Diff(sets.New(tt.want...), got.NodeNames); diff != "" {
 				t.Errorf("nodes (-want +got):\n%s", diff)
 			}
-			if _, narrowed := st.NarrowingMissed(cs, tt.pod, filteredOn("a-0")); !narrowed {
+			if st.AfterNarrowingMiss(cs, tt.pod, filteredOn("a-0")) == nil {
 				t.Errorf("the cycle is not marked narrowed")
 			}
 		})
@@ -172,7 +175,8 @@ func TestFitKeptRoom(t *testing.T) {
 		{name: "nothing kept", fits: true},
 		{name: "kept for another preemptor", claims: []state.Claim{keep("gang ns/other", "o-0", 2)}},
 		{name: "kept for the pod's own", claims: []state.Claim{keep(state.PreemptorKeyOf(pod), "p", 2)}, fits: true},
-		{name: "kept for a member already on it", claims: []state.Claim{keep("gang ns/other", "member", 1)}, fits: true},
+		{name: "kept for a member already on it", claims: []state.Claim{keep("gang ns/other", "member", 2)}, fits: true},
+		{name: "kept for a member not on it yet", claims: []state.Claim{keep("gang ns/other", "o-1", 2)}},
 		{name: "less kept than left over", claims: []state.Claim{keep("gang ns/other", "o-0", 1)}, fits: true},
 	}
 	f := newFit(pod, newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 2})[0])

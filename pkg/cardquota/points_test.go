@@ -430,3 +430,26 @@ func TestFilterNodeNotSeenYet(t *testing.T) {
 		})
 	}
 }
+
+// TestFilterNodeChangedMidCycle: Filter reads the node models PreFilter
+// took while no node has changed since; a node relabelled after PreFilter
+// is judged by its new model, the one Reserve would charge.
+func TestFilterNodeChangedMidCycle(t *testing.T) {
+	p, nodes := fixture(t)
+	p.state.OnQueue(builder.MakeQueue("default").Card(rtx, 0, 8).Card(rtxD, 0, 8).Obj())
+	pod := builder.MakePod("ns", "p").GPU(1).CardName(rtx + "|" + rtxD).Obj()
+	pod.UID = "p"
+	cs := framework.NewCycleState()
+	all := []fwk.NodeInfo{nodes["n-4090"], nodes["n-4090d"], nodes["n-plain"]}
+	if _, st := p.PreFilter(context.Background(), cs, pod, all); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if st := p.Filter(context.Background(), cs, pod, nodes["n-4090"]); !st.IsSuccess() {
+		t.Fatalf("before the relabel: %v", st)
+	}
+	p.state.OnNode(builder.MakeNode("n-4090").GPU("NVIDIA-A100", 4).Obj())
+	st := p.Filter(context.Background(), cs, pod, nodes["n-4090"])
+	if st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "has NVIDIA-A100, which is not among the pod's card models") {
+		t.Errorf("after the relabel: %v, want the node refused for its new model", st)
+	}
+}

@@ -305,9 +305,10 @@ func TestPostFilterRejectsWaitingMembersAndElasticNeverPreempts(t *testing.T) {
 }
 
 // TestPostFilterAfterNarrowingMiss: a min member that fit none of the
-// nodes its cycle was narrowed to fails nothing: its waiting sibling keeps
-// its node, the gang does not back off, and the member is woken to be
-// tried on every node, with or without preemption in the profile.
+// nodes its cycle was narrowed to fails nothing in CardinalGang's
+// PostFilter: its waiting sibling keeps its node, the gang does not back
+// off (neither at once, without CardinalPreemption in the profile, nor
+// deferred to it, with), and the member is woken to be tried on every node.
 func TestPostFilterAfterNarrowingMiss(t *testing.T) {
 	for _, preemption := range []bool{false, true} {
 		t.Run(fmt.Sprintf("preemption %v", preemption), func(t *testing.T) {

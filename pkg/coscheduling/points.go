@@ -75,10 +75,8 @@ func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // gang's numbers are read from the state: another plugin's PreFilter may
 // have refused the pod before this plugin's ran.
 func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if msg, narrowed := p.state.NarrowingMissed(cs, pod, statuses); narrowed {
-		// Only part of the nodes were tried: the pod is tried on every
-		// node next, and its gang has not failed.
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	if st := p.state.AfterNarrowingMiss(cs, pod, statuses); st != nil {
+		return nil, st // only part of the nodes were tried
 	}
 	k, ok := gang.Of(pod)
 	if !ok {

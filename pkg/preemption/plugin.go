@@ -91,9 +91,8 @@ func (p *Plugin) Name() string { return Name }
 // gang is not failed meanwhile); any other refusal lets CardinalGang's
 // PostFilter run next.
 func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if msg, narrowed := p.state.NarrowingMissed(cs, pod, statuses); narrowed {
-		// Only part of the nodes were tried: room may be free elsewhere.
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	if st := p.state.AfterNarrowingMiss(cs, pod, statuses); st != nil {
+		return nil, st // only part of the nodes were tried
 	}
 	state.MarkPreemptionTried(cs)
 	pre, reason, waiting := p.state.PreemptorOf(pod)

@@ -23,8 +23,9 @@ type Candidate struct {
 	// semi-preemptible gang that placing it would push out to elastic: it
 	// leaves the queue's non-preemptible use as the pod enters it.
 	Displaced *Charge
-	// NarrowMissed: the pod once fit none of the nodes its cycle was
-	// narrowed to, and is not narrowed again (narrow.go).
+	// NarrowMissed: the pod, or another pod of its gang, once fit none of
+	// the nodes its cycle was narrowed to: it is not narrowed again
+	// (narrow.go).
 	NarrowMissed bool
 }
 

@@ -15,8 +15,9 @@ import (
 // (SPEC §4.3), and where a cycle then looks at fewer nodes. If none of
 // them fits it after all (its pod affinity, a port, a volume), the cycle
 // is no failure of the pod or its gang: nothing is preempted, no gang
-// backs off; every Cardinal PostFilter ends the cycle, the pod is woken to
-// be tried on every node, and it is never narrowed again.
+// backs off; the first Cardinal PostFilter ends the cycle, the pod is
+// woken to be tried on every node, and neither it nor its gang's other
+// pods are narrowed again.
 
 const (
 	narrowedKey fwk.StateKey = "CardinalNarrowed"
@@ -44,21 +45,21 @@ func MarkNarrowed(cs fwk.CycleState, model string, nodes int) {
 	cs.Write(narrowedKey, narrowing{model: model, nodes: nodes})
 }
 
-// NarrowingMissed, called by a PostFilter with the nodes' statuses, tells
-// whether the cycle had narrowed its pod's nodes and filtered them, and if
-// so records that the pod fit none of them and wakes it to be tried on
-// every node; msg says so, for the status that ends the cycle's
-// PostFilters. A second call in the same cycle only says so again. A cycle
-// that a PreFilter refused filtered no node: narrowing did not keep the
-// pod from anything, and the PostFilters go on as usual.
-func (s *State) NarrowingMissed(cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (msg string, narrowed bool) {
+// AfterNarrowingMiss, called first by every Cardinal PostFilter with the
+// nodes' statuses, returns the status that ends the PostFilters when the
+// cycle had narrowed its pod's nodes and filtered them: the pod (and its
+// gang's other pods) is not narrowed again, and it is woken to be tried on
+// every node. nil otherwise, and the PostFilter goes on as usual: a cycle
+// that a PreFilter refused filtered no node, and narrowing kept the pod
+// from nothing. A second call in the same cycle returns the same status.
+func (s *State) AfterNarrowingMiss(cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) *fwk.Status {
 	d, err := cs.Read(narrowedKey)
 	if err != nil || !filtered(statuses) {
-		return "", false
+		return nil
 	}
 	n, ok := d.(narrowing)
 	if !ok {
-		return "", false
+		return nil
 	}
 	s.mu.Lock()
 	if e := s.pods[pod.UID]; e != nil && !e.narrowMissed {
@@ -77,8 +78,9 @@ func (s *State) NarrowingMissed(cs fwk.CycleState, pod *corev1.Pod, statuses fwk
 	if n.nodes == 1 {
 		nodes = "1 node"
 	}
-	return fmt.Sprintf("tried first on the %s of %s, its first card-name alternative with quota, that looked to have room for it: none fits; it is tried again on every node",
-		nodes, n.model), true
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+		"tried first on the %s of %s that looked to have room for it (its first card-name alternative with quota and such nodes): none fits; it is tried again on every node",
+		nodes, n.model))
 }
 
 // rewakeLocked wakes pod now and again after rewakeAfter.

@@ -17,10 +17,12 @@ import (
 	"cardinal.dev/cardinal/test/builder"
 )
 
-// TestNarrowingMissed: a PostFilter in a cycle that was not narrowed has
-// nothing to do; in one that was, the pod is woken once, says where it was
-// tried, and is not narrowed again.
-func TestNarrowingMissed(t *testing.T) {
+// TestAfterNarrowingMiss: a PostFilter in a cycle that was not narrowed,
+// or that a PreFilter refused, has nothing to do; in one that was narrowed
+// and filtered, the pod is woken at once and again after rewakeAfter, the
+// status says where it was tried, and neither it nor its gang's other pod
+// is narrowed again.
+func TestAfterNarrowingMiss(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	settings := DefaultSettings()
 	settings.SchedulerName = builder.SchedulerName
@@ -36,7 +38,7 @@ func TestNarrowingMissed(t *testing.T) {
 
 	filtered := framework.NewDefaultNodeToStatus()
 	filtered.Set("n", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
-	if _, narrowed := s.NarrowingMissed(framework.NewCycleState(), pod, filtered); narrowed {
+	if s.AfterNarrowingMiss(framework.NewCycleState(), pod, filtered) != nil {
 		t.Fatalf("a cycle that was not narrowed says it was")
 	}
 	if s.Candidate(pod).NarrowMissed {
@@ -47,14 +49,14 @@ func TestNarrowingMissed(t *testing.T) {
 	MarkNarrowed(cs, h200, 1)
 	refused := framework.NewDefaultNodeToStatus() // a PreFilter refused the pod: no node filtered
 	refused.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "queue quota"))
-	if _, narrowed := s.NarrowingMissed(cs, pod, refused); narrowed {
+	if s.AfterNarrowingMiss(cs, pod, refused) != nil {
 		t.Fatalf("a cycle a PreFilter refused says narrowing missed")
 	}
 	fw := &fakeFramework{}
 	for range 2 { // every Cardinal PostFilter of the cycle asks
-		msg, narrowed := s.NarrowingMissed(cs, pod, filtered)
-		if !narrowed || !strings.Contains(msg, "tried first on the 1 node of NVIDIA-H200") {
-			t.Fatalf("got %v %q, want narrowed and where it was tried", narrowed, msg)
+		st := s.AfterNarrowingMiss(cs, pod, filtered)
+		if st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "tried first on the 1 node of NVIDIA-H200") {
+			t.Fatalf("got %v, want UnschedulableAndUnresolvable saying where it was tried", st)
 		}
 	}
 	s.Flush(fw)

@@ -251,10 +251,10 @@ func TestRoomOfTwoCardResources(t *testing.T) {
 
 // TestCardPreferenceMissed: a "4090|4090-D" pod that the 4090 has cards
 // for but cannot take for another reason (its host port is in use there)
-// is tried there first, then on every node, and binds on the 4090-D. It
-// preempts nothing for it, though its priority would let it evict the pod
-// holding the port, and a gang whose member misses so is not failed for it
-// (SPEC §4.3).
+// is tried there first, then on every node, and binds on the 4090-D; the
+// lower-priority pod holding the port is not evicted. A gang whose member
+// misses so is not failed for it: it binds with no GangUnschedulable
+// (SPEC §4.3, §2.2).
 func TestCardPreferenceMissed(t *testing.T) {
 	ensurePriorityClasses(t)
 	createQueue(t, builder.MakeQueue("miss").Card(rtx, 8, 8).Card(rtxD, 8, 8).Obj())
