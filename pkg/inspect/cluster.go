@@ -32,7 +32,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
-	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/registry"
@@ -105,7 +104,7 @@ func Load(ctx context.Context, cfg *rest.Config, schedulerConfiguration []byte) 
 	if err := waitForSync(ctx, factory); err != nil {
 		return nil, err
 	}
-	pgFactory := pginformers.NewSharedInformerFactory(pgc, 0)
+	pgFactory := state.PodGroupInformers(pgc)
 	podGroups := pgFactory.Scheduling().V1alpha1().PodGroups()
 	podGroups.Informer()
 	pgFactory.Start(ctx.Done())

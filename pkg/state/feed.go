@@ -14,16 +14,15 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
-	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/eventhandler"
 	"cardinal.dev/cardinal/pkg/gang"
 	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
-	cardinalinformers "cardinal.dev/cardinal/pkg/generated/informers/externalversions"
 	"cardinal.dev/cardinal/pkg/requeue"
 	"cardinal.dev/cardinal/pkg/workload"
 )
@@ -85,8 +84,8 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 	// PodGroups, Queues and namespaces before pods: a pod's queue is read
 	// from them. The scheduler starts its own informers (pods, nodes,
 	// namespaces) after the plugins are built; ours start here.
-	pgFactory := pginformers.NewSharedInformerFactory(pgc, 0)
-	queueFactory := cardinalinformers.NewSharedInformerFactory(cc, 0)
+	pgFactory := PodGroupInformers(pgc)
+	queueFactory := QueueInformers(cc)
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
@@ -123,9 +122,14 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 		fw = discard{}
 	}
 	go s.out.run(ctx, fw)
+	started := time.Now()
 	go func() {
 		// Pods turned away before the state synced are woken as soon as it has.
 		if s.WaitForSync(ctx) == nil {
+			s.mu.RLock()
+			pods, nodes := len(s.pods), len(s.nodes)
+			s.mu.RUnlock()
+			klog.FromContext(ctx).Info("Cardinal's state synced", "pods", pods, "nodes", nodes, "after", time.Since(started))
 			s.tick()
 		}
 		wait.Until(s.tick, tickEvery, ctx.Done())
