@@ -45,6 +45,22 @@ func (b *bindLog) count() (int, time.Time) {
 	return len(b.at), last
 }
 
+// first is how long after ready the first pod was seen bound.
+func (b *bindLog) first(ready time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var first time.Time
+	for _, t := range b.at {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	if first.IsZero() {
+		return 0
+	}
+	return first.Sub(ready)
+}
+
 // rate is bound pods and pods per second from when the scheduler was ready
 // to the last bind. (Timing from the first bind seen instead was fooled when
 // the harness's own watch restarted and saw a burst of binds at once.)

@@ -65,6 +65,9 @@ type result struct {
 	// Packing gives 1; spreading evenly, the pods' share of the cluster's
 	// cards. Nil where not measured.
 	FirstModelFill *float64
+	// FirstBind is how long after the scheduler was ready its first bind
+	// was seen: the start-up the rate includes.
+	FirstBind time.Duration
 	// Interleaved is what the interleaved workload measured, nil for others.
 	Interleaved *interleavedResult
 	// SchedulerCPU and ControlPlaneCPU are the CPU milliseconds the
@@ -168,6 +171,7 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 		return res, err
 	}
 	res.Bound, res.PodsPerSecond = binds.rate(ready)
+	res.FirstBind = binds.first(ready)
 	if res.Bound > 0 {
 		res.SchedulerCPU = (sched.CPUSeconds() - schedCPU) * 1000 / float64(res.Bound)
 		res.ControlPlaneCPU = (cp.CPUSeconds() - cpCPU) * 1000 / float64(res.Bound)

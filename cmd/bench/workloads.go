@@ -93,10 +93,10 @@ func workloads(mode string) []workload {
 		w := cards(100)
 		w.Name, w.About = "cards-100q-affinity", "cards-100q, with the default profile's pods asking for the same model preference as preferred node affinity"
 		w.AffinityForDefault = true
-		any := cards(100)
-		any.Name, any.About = "cards-100q-any", "cards-100q with pods that name no model: any model their queue has quota for"
-		any.CardName = ""
-		out = append(out, w, any)
+		anyModel := cards(100)
+		anyModel.Name, anyModel.About = "cards-100q-any", "cards-100q with pods that name no model: any model their queue has quota for"
+		anyModel.CardName = ""
+		out = append(out, w, anyModel)
 	}
 	return out
 }
