@@ -22,9 +22,9 @@ import (
 // as a look at each node's free resources, taints and the pod's required
 // node affinity can tell. That is where Score would send it (SPEC §4.3),
 // and kube-scheduler then filters and scores only those nodes, not a share
-// of the whole cluster. Filter still decides on each; if none fits, every
-// Cardinal PostFilter ends the cycle at once and the pod is tried on every
-// node next (pkg/state narrow.go). nil: every node, as for a pod that
+// of the whole cluster. Filter still decides on each; if none fits, the
+// first Cardinal PostFilter ends the cycle, without preemption or a gang's
+// failure, and the pod is tried on every node next (pkg/state narrow.go). nil: every node, as for a pod that
 // names no model, asks for more than one card resource, was nominated by
 // preemption, is bound (an in-place resize), or missed before (it or
 // another pod of its gang), when an earlier PreFilter refused the pod, and

@@ -19,7 +19,10 @@ import (
 // of a resource it has no fresh watch cache for (none watched it since the
 // apiserver started) only at its next progress notification, a second
 // later, and no pod is scheduled until the state has synced (SPEC §3.1).
-// Lists of PodGroups and Queues are small.
+// Lists of PodGroups and Queues are small. A list may be served from a
+// watch cache a little behind the streamed pods and nodes, as every
+// informer's was before client-go streamed them; the watch that follows
+// brings it up to date, and the state takes changes in any order.
 
 // listed marks a client whose informers list.
 type listed struct{}

@@ -210,11 +210,22 @@ func (s *State) addCardCapacityLocked(model string, n int64) {
 	}
 }
 
-// Node returns a node's card models as last detected, from NodeViews.
+// Node returns a node's card models as last detected: from the views
+// while they are current, else from the state under its read lock. It
+// never makes the views anew (NodeViews does, once a cycle), so nodes
+// that keep changing while Filter runs cost a lookup each, not a map of
+// every node each.
 func (s *State) Node(name string) (cardmodel.Node, bool) {
-	views, _ := s.NodeViews()
-	n, ok := views[name]
-	return n, ok
+	if v := s.views.Load(); v != nil && v.gen == s.nodesGen.Load() {
+		n, ok := v.nodes[name]
+		return n, ok
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if e := s.nodes[name]; e != nil {
+		return e.models, true
+	}
+	return cardmodel.Node{}, false
 }
 
 // nodeViews are the nodes' card models at one nodes generation.
@@ -228,8 +239,8 @@ type nodeViews struct {
 // Filter and Score read it for every node from parallel goroutines, where
 // a lock, even a read lock's shared counter, or a concurrent map showed in
 // profiles. It is made anew, in one pass under the lock, on the first call
-// after a node came, went, changed models or allocatable, so at most once
-// a scheduling cycle however often nodes change.
+// after a node came, went, changed models or allocatable; CardinalCardQuota
+// calls it once a cycle, in PreFilter, however often nodes change.
 func (s *State) NodeViews() (map[string]cardmodel.Node, uint64) {
 	if v := s.views.Load(); v != nil && v.gen == s.nodesGen.Load() {
 		return v.nodes, v.gen

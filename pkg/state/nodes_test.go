@@ -85,4 +85,14 @@ func TestNodeViews(t *testing.T) {
 	if views, _ := s.NodeViews(); len(views) != 1 {
 		t.Errorf("views after a node went: %v", views)
 	}
+
+	// Node reads the latest after a change without making the views anew.
+	current, _ := s.NodeViews()
+	s.OnNode(builder.MakeNode("b").GPU(h200, 8).Obj())
+	if n, ok := s.Node("b"); !ok || n.ModelOf(builder.GPUResource) != h200 {
+		t.Errorf("Node after a relabel: %v %v", n.ModelOf(builder.GPUResource), ok)
+	}
+	if reflect.ValueOf(s.views.Load().nodes).Pointer() != reflect.ValueOf(current).Pointer() {
+		t.Errorf("Node made the views anew")
+	}
 }
