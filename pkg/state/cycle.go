@@ -23,9 +23,9 @@ type Candidate struct {
 	// semi-preemptible gang that placing it would push out to elastic: it
 	// leaves the queue's non-preemptible use as the pod enters it.
 	Displaced *Charge
-	// NarrowMissed: the pod, or another pod of its gang, once fit none of
-	// the nodes its cycle was narrowed to: it is not narrowed again
-	// (narrow.go).
+	// NarrowMissed: the pod, or another pod of its gang since the gang's
+	// min was last bound, fit none of the nodes its cycle was narrowed
+	// to: it is not narrowed (narrow.go).
 	NarrowMissed bool
 }
 
@@ -80,7 +80,7 @@ func (s *State) Candidate(pod *corev1.Pod) Candidate {
 
 // candidateLocked reads the state only; the read lock is enough.
 func (s *State) candidateLocked(e *podEntry, pod *corev1.Pod) Candidate {
-	c := Candidate{Facts: e.Facts, NarrowMissed: e.narrowMissed}
+	c := Candidate{Facts: e.Facts, NarrowMissed: s.narrowMissedLocked(e)}
 	switch e.Preemptibility {
 	case workload.NonPreemptible:
 		c.NonPreemptible = true

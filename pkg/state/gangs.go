@@ -45,6 +45,10 @@ type gangEntry struct {
 	// waitSince, when set, is when it began to wait anew after losing every
 	// placed pod; before that it waits since its PodGroup's creation.
 	waitSince time.Time
+	// narrowMissed: a pod of the gang fit none of the nodes its cycle was
+	// narrowed to; the gang's pods, those that join later too, are tried
+	// on every node until its min is bound (narrow.go).
+	narrowMissed bool
 }
 
 // min is the number of placed pods below which the gang waits at Permit.

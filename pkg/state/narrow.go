@@ -17,7 +17,8 @@ import (
 // is no failure of the pod or its gang: nothing is preempted, no gang
 // backs off; the first Cardinal PostFilter ends the cycle, the pod is
 // woken to be tried on every node, and neither it nor its gang's other
-// pods are narrowed again.
+// pods, those that join later too, are narrowed again until the gang's
+// min is bound.
 
 const (
 	narrowedKey fwk.StateKey = "CardinalNarrowed"
@@ -48,10 +49,10 @@ func MarkNarrowed(cs fwk.CycleState, model string, nodes int) {
 // AfterNarrowingMiss, called first by every Cardinal PostFilter with the
 // nodes' statuses, returns the status that ends the PostFilters when the
 // cycle had narrowed its pod's nodes and filtered them: the pod (and its
-// gang's other pods) is not narrowed again, and it is woken to be tried on
-// every node. nil otherwise, and the PostFilter goes on as usual: a cycle
-// that a PreFilter refused filtered no node, and narrowing kept the pod
-// from nothing. A second call in the same cycle returns the same status.
+// gang's pods, until the gang's min is bound) is not narrowed again, and
+// it is woken to be tried on every node. nil otherwise, and the
+// PostFilter goes on as usual: a cycle that a PreFilter refused filtered
+// no node, and narrowing kept the pod from nothing. A second call in the same cycle returns the same status.
 func (s *State) AfterNarrowingMiss(cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) *fwk.Status {
 	d, err := cs.Read(narrowedKey)
 	if err != nil || !filtered(statuses) {
@@ -62,14 +63,14 @@ func (s *State) AfterNarrowingMiss(cs fwk.CycleState, pod *corev1.Pod, statuses 
 		return nil
 	}
 	s.mu.Lock()
-	if e := s.pods[pod.UID]; e != nil && !e.narrowMissed {
-		e.narrowMissed = true
-		if g := s.gangs[e.Gang]; g != nil {
-			// Its siblings are most likely kept from the same nodes
-			// alike (one template): they are tried on every node too.
-			for _, m := range g.members {
-				m.narrowMissed = true
-			}
+	if e := s.pods[pod.UID]; e != nil && !s.narrowMissedLocked(e) {
+		if g := s.gangs[e.Gang]; e.Gang != "" && g != nil {
+			// Its siblings, those to come too, are most likely kept from
+			// the same nodes alike (one template): they are tried on
+			// every node too.
+			g.narrowMissed = true
+		} else {
+			e.narrowMissed = true
 		}
 		s.rewakeLocked(pod)
 	}
@@ -81,6 +82,15 @@ func (s *State) AfterNarrowingMiss(cs fwk.CycleState, pod *corev1.Pod, statuses 
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 		"tried first on the %s of %s that looked to have room for it (its first card-name alternative with quota and such nodes): none fits; it is tried again on every node",
 		nodes, n.model))
+}
+
+// narrowMissedLocked tells whether a cycle narrowed to one model missed
+// the pod, or a pod of its gang, before.
+func (s *State) narrowMissedLocked(e *podEntry) bool {
+	if g := s.gangs[e.Gang]; e.Gang != "" && g != nil && g.narrowMissed {
+		return true
+	}
+	return e.narrowMissed
 }
 
 // rewakeLocked wakes pod now and again after rewakeAfter.

@@ -72,4 +72,21 @@ func TestAfterNarrowingMiss(t *testing.T) {
 	if !s.Candidate(pod).NarrowMissed || !s.Candidate(sibling).NarrowMissed {
 		t.Errorf("the pod or its gang's other pod would be narrowed again")
 	}
+	// A pod that joins the gang later (a replica made anew) is not
+	// narrowed either.
+	later := builder.MakePod("ns", "g-2").Label(schedv1alpha1.PodGroupLabel, "g").GPU(1).CardName(h200).Obj()
+	later.UID = "g-2"
+	s.OnPod(later)
+	if !s.Candidate(later).NarrowMissed {
+		t.Errorf("a pod that joined the gang after its miss would be narrowed again")
+	}
+	// Once its min is bound, the gang's next pods are narrowed anew.
+	for _, p := range []*corev1.Pod{pod, sibling} {
+		b := p.DeepCopy()
+		b.Spec.NodeName = "n"
+		s.OnPod(b)
+	}
+	if s.Candidate(later).NarrowMissed {
+		t.Errorf("the gang's pods are not narrowed again after its min was bound")
+	}
 }

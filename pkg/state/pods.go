@@ -55,9 +55,9 @@ type podEntry struct {
 	// allowed: the pod, reserved, was let through Permit, and is on its
 	// way to bind (set under the read lock, hence atomic).
 	allowed atomic.Bool
-	// narrowMissed: the pod, or another pod of its gang, fit none of the
-	// nodes a cycle narrowed it to; it is tried on every node since
-	// (narrow.go).
+	// narrowMissed: the pod fit none of the nodes a cycle narrowed it to;
+	// it is tried on every node since (narrow.go). A gang's pods share
+	// their gang's.
 	narrowMissed bool
 	// owner are the labels of its top-level owner when its facts were derived.
 	owner map[string]string

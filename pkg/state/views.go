@@ -241,6 +241,7 @@ func (s *State) observeMinBoundLocked(g *gangEntry) {
 		return
 	}
 	g.minBound = boundKey(g.group)
+	g.narrowMissed = false // its next pods, a next wave, are narrowed anew
 	if s.settings.ReadOnly || !s.synced.Load() || !s.leading.Load() {
 		return
 	}
