@@ -263,8 +263,9 @@ func (s *State) OnPodGroup(pg *schedv1alpha1.PodGroup) {
 	old := g.group
 	g.group = pg
 	if old == nil || old.UID != pg.UID {
-		// A PodGroup created anew waits since its creation.
-		g.minBound, g.waitSince = "", time.Time{}
+		// A PodGroup created anew waits since its creation, and is
+		// narrowed anew (narrow.go).
+		g.minBound, g.waitSince, g.narrowMissed = "", time.Time{}, false
 	}
 	s.gangCreated.LoadOrStore(g.key, pg.CreationTimestamp.Time)
 	if old == nil || !maps.Equal(old.Labels, pg.Labels) {

@@ -46,8 +46,9 @@ type gangEntry struct {
 	// placed pod; before that it waits since its PodGroup's creation.
 	waitSince time.Time
 	// narrowMissed: a pod of the gang fit none of the nodes its cycle was
-	// narrowed to; the gang's pods, those that join later too, are tried
-	// on every node until its min is bound (narrow.go).
+	// narrowed to while the gang waited for its min; the gang's pods,
+	// those that join later too, are tried on every node until its min is
+	// bound (narrow.go).
 	narrowMissed bool
 }
 

@@ -64,10 +64,12 @@ func (s *State) AfterNarrowingMiss(cs fwk.CycleState, pod *corev1.Pod, statuses 
 	}
 	s.mu.Lock()
 	if e := s.pods[pod.UID]; e != nil && !s.narrowMissedLocked(e) {
-		if g := s.gangs[e.Gang]; e.Gang != "" && g != nil {
+		if g := s.gangs[e.Gang]; e.Gang != "" && g != nil && g.group != nil && g.minBound != boundKey(g.group) {
 			// Its siblings, those to come too, are most likely kept from
 			// the same nodes alike (one template): they are tried on
-			// every node too.
+			// every node too, until the min they wait for is bound. A
+			// pod that misses once the min is bound (an elastic pod, a
+			// replacement) is not narrowed again itself.
 			g.narrowMissed = true
 		} else {
 			e.narrowMissed = true

@@ -89,4 +89,41 @@ func TestAfterNarrowingMiss(t *testing.T) {
 	if s.Candidate(later).NarrowMissed {
 		t.Errorf("the gang's pods are not narrowed again after its min was bound")
 	}
+	// A pod that misses once the min is bound (an elastic pod) is tried
+	// on every node itself; the gang's other pods are still narrowed.
+	elastic := builder.MakePod("ns", "g-3").Label(schedv1alpha1.PodGroupLabel, "g").GPU(1).CardName(h200).Obj()
+	elastic.UID = "g-3"
+	s.OnPod(elastic)
+	cs = framework.NewCycleState()
+	MarkNarrowed(cs, h200, 1)
+	if s.AfterNarrowingMiss(cs, elastic, filtered) == nil {
+		t.Fatalf("a narrowed cycle that missed says it did not")
+	}
+	if !s.Candidate(elastic).NarrowMissed || s.Candidate(later).NarrowMissed {
+		t.Errorf("after a miss past the min: missed pod %v, the gang's other pending pod %v; want true, false",
+			s.Candidate(elastic).NarrowMissed, s.Candidate(later).NarrowMissed)
+	}
+}
+
+// TestNarrowMissedPodGroupMadeAnew: a PodGroup deleted and made anew under
+// the same name, its pods outliving it, waits and is narrowed anew.
+func TestNarrowMissedPodGroupMadeAnew(t *testing.T) {
+	settings := DefaultSettings()
+	settings.SchedulerName = builder.SchedulerName
+	s := NewWithClock(settings, testingclock.NewFakeClock(t0))
+	s.OnPodGroup(&schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "g"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}})
+	pod := builder.MakePod("ns", "g-0").Label(schedv1alpha1.PodGroupLabel, "g").GPU(1).CardName(h200).Obj()
+	pod.UID = "g-0"
+	s.OnPod(pod)
+	cs := framework.NewCycleState()
+	MarkNarrowed(cs, h200, 1)
+	filtered := framework.NewDefaultNodeToStatus()
+	filtered.Set("n", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+	if s.AfterNarrowingMiss(cs, pod, filtered) == nil || !s.Candidate(pod).NarrowMissed {
+		t.Fatalf("the miss was not recorded")
+	}
+	s.OnPodGroup(&schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "g2"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}})
+	if s.Candidate(pod).NarrowMissed {
+		t.Errorf("the PodGroup made anew kept the old one's miss")
+	}
 }
