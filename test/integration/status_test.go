@@ -263,6 +263,18 @@ func TestQueueStatusWritesPaced(t *testing.T) {
 			return q.Status.Allocated.Cpu().IsZero()
 		})
 	}
+	// The last write may still be on its way through the watch when its
+	// status is read back: give the watch a little while to deliver it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		seen := len(writes)
+		mu.Unlock()
+		if seen >= 2*queues || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	w.Stop()
 	<-done
 
