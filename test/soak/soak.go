@@ -144,7 +144,7 @@ func (r *runner) step(ctx context.Context, i int) error {
 			// kube-scheduler ends when it cannot renew its lease in time,
 			// by design; anything else is a crash.
 			if log, _ := os.ReadFile(s.LogPath); !strings.Contains(string(log), "leaderelection lost") {
-				r.violate(fmt.Sprintf("a scheduler ended by itself: %v (log %s)", err, s.LogPath))
+				r.violate(fmt.Sprintf("a scheduler ended by itself: %v (log %s)%s", err, s.LogPath, crashOf(string(log))))
 			}
 			r.scheds = without(r.scheds, s)
 			if err := r.startScheduler(); err != nil {
@@ -339,4 +339,20 @@ func sleepFor(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// crashOf is what a scheduler's log says of how it ended, for a violation
+// that outlives the log: from a panic or fatal error on (its first lines
+// of stack), else the log's last lines.
+func crashOf(log string) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	from := max(len(lines)-20, 0)
+	for i, l := range lines {
+		if strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") {
+			from = i
+			break
+		}
+	}
+	end := min(from+60, len(lines))
+	return "\n" + strings.Join(lines[from:end], "\n")
 }
