@@ -24,11 +24,12 @@ import (
 // and kube-scheduler then filters and scores only those nodes, not a share
 // of the whole cluster. Filter still decides on each; if none fits, the
 // first Cardinal PostFilter ends the cycle, without preemption or a gang's
-// failure, and the pod is tried on every node next (pkg/state narrow.go). nil: every node, as for a pod that
-// names no model, asks for more than one card resource, was nominated by
-// preemption, is bound (an in-place resize), or missed before (it or
-// another pod of its gang), when an earlier PreFilter refused the pod, and
-// when those nodes are all there are.
+// failure, and the pod is tried on every node next (pkg/state narrow.go).
+// nil: every node, as for a pod that names no model, asks for more than
+// one card resource, was nominated by preemption, is bound (an in-place
+// resize), or missed before (it, or its gang while waiting for its min),
+// when an earlier PreFilter refused the pod, and when those nodes are all
+// there are.
 func (p *Plugin) narrow(cs fwk.CycleState, s *stateData, pod *corev1.Pod, c state.Candidate, infos fwk.NodeInfoLister, all int) *fwk.PreFilterResult {
 	if len(s.names) == 0 || len(s.requests) != 1 || c.NarrowMissed || pod.Status.NominatedNodeName != "" || pod.Spec.NodeName != "" ||
 		state.RefusedAtPreFilter(cs) {

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -265,16 +266,12 @@ func TestQueueStatusWritesPaced(t *testing.T) {
 	}
 	// The last write may still be on its way through the watch when its
 	// status is read back: give the watch a little while to deliver it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// Too few after that is the failure reported below.
+	_ = wait.PollUntilContextTimeout(ctx, poll, 10*time.Second, true, func(context.Context) (bool, error) {
 		mu.Lock()
-		seen := len(writes)
-		mu.Unlock()
-		if seen >= 2*queues || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(writes) >= 2*queues, nil
+	})
 	w.Stop()
 	<-done
 
