@@ -38,6 +38,10 @@ type Card struct {
 	Resource corev1.ResourceName
 	// Count is how many the node has allocatable.
 	Count int64
+	// Former is the name Cardinal gave this card before SPEC §1.4 named MPS
+	// shares after the whole card's memory, when it differs from Model: a
+	// Queue that still lists it is told the new name.
+	Former string
 }
 
 // Node is what a node carries: its product and its cards, whole and shared.
@@ -53,6 +57,8 @@ type Node struct {
 	products map[string]string
 	// mpsModel is what an MPS share on this node is called, "" without an NVIDIA product.
 	mpsModel string
+	// formerMPSModel is what Cardinal called it before SPEC §1.4 said how.
+	formerMPSModel string
 }
 
 // Detect reads a node's card models from its labels and allocatable.
@@ -77,6 +83,9 @@ func Detect(node *corev1.Node) Node {
 	}
 	if nvidiaProduct != "" {
 		out.mpsModel = mpsModel(nvidiaProduct, node.Labels)
+		if former := legacyMPSModel(nvidiaProduct, node.Labels); former != out.mpsModel {
+			out.formerMPSModel = former
+		}
 	}
 	for name, qty := range node.Status.Allocatable {
 		n := string(name)
@@ -93,7 +102,7 @@ func Detect(node *corev1.Node) Node {
 				out.Unlabelled = append(out.Unlabelled, name)
 				continue
 			}
-			out.Cards = append(out.Cards, Card{Model: out.mpsModel, Resource: name, Count: count})
+			out.Cards = append(out.Cards, Card{Model: out.mpsModel, Resource: name, Count: count, Former: out.formerMPSModel})
 		default:
 			if p, ok := products[n]; ok {
 				out.Cards = append(out.Cards, Card{Model: p, Resource: name, Count: count})
@@ -128,14 +137,33 @@ func migModel(product string, resource corev1.ResourceName) string {
 }
 
 // mpsModel names an MPS share: <product>/mps-<memGiB>g*1/<replicas>, where
-// memGiB is one card's memory split across its replicas.
+// memGiB is the whole card's memory (the nvidia.com/gpu.memory label, MiB) in
+// GiB rounded to the nearest, as Volcano's capacity-card design names it (SPEC
+// §1.4): an NVIDIA-H800 of 81559 MiB split in 2 is NVIDIA-H800/mps-80g*1/2.
 func mpsModel(product string, labels map[string]string) string {
+	replicas, memMiB := mpsShape(labels)
+	return fmt.Sprintf("%s/mps-%dg*1/%d", product, (memMiB+512)/1024, replicas)
+}
+
+// legacyMPSModel is the name Cardinal gave the same MPS share before it
+// followed SPEC §1.4: the card's memory divided by its replicas, rounded
+// down. It is kept only to tell a Queue that still lists it what the share is
+// called now.
+func legacyMPSModel(product string, labels map[string]string) string {
+	replicas, memMiB := mpsShape(labels)
+	return fmt.Sprintf("%s/mps-%dg*1/%d", product, memMiB/1024/replicas, replicas)
+}
+
+func mpsShape(labels map[string]string) (replicas, memMiB int) {
 	replicas, err := strconv.Atoi(labels[MPSReplicasLabel])
 	if err != nil || replicas < 1 {
 		replicas = 1
 	}
-	memMiB, _ := strconv.Atoi(labels[NVIDIAMemoryLabel])
-	return fmt.Sprintf("%s/mps-%dg*1/%d", product, memMiB/1024/replicas, replicas)
+	memMiB, err = strconv.Atoi(labels[NVIDIAMemoryLabel])
+	if err != nil || memMiB < 0 {
+		memMiB = 0
+	}
+	return replicas, memMiB
 }
 
 // isAcceleratorResource tells whether an extended resource looks like cards
@@ -169,7 +197,7 @@ func Carried(node *corev1.Node, r corev1.ResourceName) bool {
 
 // Equal tells whether two detections are the same.
 func (n Node) Equal(o Node) bool {
-	return n.Product == o.Product && n.mpsModel == o.mpsModel && maps.Equal(n.products, o.products) &&
+	return n.Product == o.Product && n.mpsModel == o.mpsModel && n.formerMPSModel == o.formerMPSModel && maps.Equal(n.products, o.products) &&
 		slices.Equal(n.Cards, o.Cards) && slices.Equal(n.Unlabelled, o.Unlabelled)
 }
 

@@ -36,7 +36,26 @@ func TestDetect(t *testing.T) {
 				Label(MPSReplicasLabel, "4").Label(NVIDIAMemoryLabel, "46068").Obj(),
 			want: Node{Product: "NVIDIA-L40S", Cards: []Card{
 				{Model: "NVIDIA-L40S", Resource: "nvidia.com/gpu", Count: 2},
-				{Model: "NVIDIA-L40S/mps-11g*1/4", Resource: MPSResource, Count: 8},
+				{Model: "NVIDIA-L40S/mps-45g*1/4", Resource: MPSResource, Count: 8, Former: "NVIDIA-L40S/mps-11g*1/4"},
+			}},
+		},
+		{
+			// SPEC §1.4's own example: the whole card's memory in GiB, rounded to the nearest.
+			name: "MPS shares of an NVIDIA-H800 split in 2",
+			node: builder.MakeNode("n").GPU("NVIDIA-H800", 8).Res(MPSResource, "4").
+				Label(MPSReplicasLabel, "2").Label(NVIDIAMemoryLabel, "81559").Obj(),
+			want: Node{Product: "NVIDIA-H800", Cards: []Card{
+				{Model: "NVIDIA-H800", Resource: "nvidia.com/gpu", Count: 8},
+				{Model: "NVIDIA-H800/mps-80g*1/2", Resource: MPSResource, Count: 4, Former: "NVIDIA-H800/mps-39g*1/2"},
+			}},
+		},
+		{
+			name: "MPS shares whose memory rounds down, one replica",
+			node: builder.MakeNode("n").GPU("NVIDIA-A100", 1).Res(MPSResource, "1").
+				Label(MPSReplicasLabel, "1").Label(NVIDIAMemoryLabel, "40960").Obj(),
+			want: Node{Product: "NVIDIA-A100", Cards: []Card{
+				{Model: "NVIDIA-A100", Resource: "nvidia.com/gpu", Count: 1},
+				{Model: "NVIDIA-A100/mps-40g*1/1", Resource: MPSResource, Count: 1},
 			}},
 		},
 		{
@@ -64,7 +83,7 @@ func TestDetect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// products and mpsModel are ModelOf's inputs, tested through PodCards below.
 			got := Detect(tc.node)
-			got.products, got.mpsModel = nil, ""
+			got.products, got.mpsModel, got.formerMPSModel = nil, "", ""
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Detect (-want, +got):\n%s", diff)
 			}

@@ -12,7 +12,7 @@ import (
 // FuzzParseNames: any card-name value is either refused or read into
 // distinct, non-empty names without whitespace that read back the same.
 func FuzzParseNames(f *testing.F) {
-	for _, s := range []string{"NVIDIA-H200", "A|B|C", " A | B ", "A||B", "A|A", "NVIDIA-H200/mig-1g.18gb-mixed", "", "|", "A B", "||", "\x00", "NVIDIA-L40S/mps-11g*1/4"} {
+	for _, s := range []string{"NVIDIA-H200", "A|B|C", " A | B ", "A||B", "A|A", "NVIDIA-H200/mig-1g.18gb-mixed", "", "|", "A B", "||", "\x00", "NVIDIA-L40S/mps-45g*1/4"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -21,7 +21,7 @@ func TestParseNames(t *testing.T) {
 		{in: "NVIDIA-H200", want: []string{"NVIDIA-H200"}},
 		{in: "NVIDIA-GeForce-RTX-4090|NVIDIA-GeForce-RTX-4090-D", want: []string{"NVIDIA-GeForce-RTX-4090", "NVIDIA-GeForce-RTX-4090-D"}},
 		{in: " A | B ", want: []string{"A", "B"}},
-		{in: "NVIDIA-L40S/mps-11g*1/4", want: []string{"NVIDIA-L40S/mps-11g*1/4"}},
+		{in: "NVIDIA-L40S/mps-45g*1/4", want: []string{"NVIDIA-L40S/mps-45g*1/4"}},
 		{in: "", wantErr: "no card model given"},
 		{in: "A||B", wantErr: "alternative 2"},
 		{in: "A|", wantErr: "alternative 2"},
@@ -49,7 +49,7 @@ func TestSameResource(t *testing.T) {
 		{models: []string{"NVIDIA-H200/mig-1g.18gb-mixed", "NVIDIA-H100/mig-1g.18gb-mixed"}},
 		{models: []string{"NVIDIA-H200", "NVIDIA-H200/mig-1g.18gb-mixed"}, wantErr: "need different resources (whole cards and nvidia.com/mig-1g.18gb)"},
 		{models: []string{"NVIDIA-H200/mig-1g.18gb-mixed", "NVIDIA-H200/mig-2g.35gb-mixed"}, wantErr: "nvidia.com/mig-1g.18gb and nvidia.com/mig-2g.35gb"},
-		{models: []string{"NVIDIA-L40S/mps-11g*1/4", "NVIDIA-L40S"}, wantErr: "nvidia.com/gpu.shared and whole cards"},
+		{models: []string{"NVIDIA-L40S/mps-45g*1/4", "NVIDIA-L40S"}, wantErr: "nvidia.com/gpu.shared and whole cards"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.models, "|"), func(t *testing.T) {
@@ -68,8 +68,8 @@ func TestMatches(t *testing.T) {
 		{"NVIDIA-H200", "nvidia.com/mig-1g.18gb", false},
 		{"NVIDIA-H200/mig-1g.18gb-mixed", "nvidia.com/mig-1g.18gb", true},
 		{"NVIDIA-H200/mig-1g.18gb-mixed", "nvidia.com/gpu", false},
-		{"NVIDIA-L40S/mps-11g*1/4", MPSResource, true},
-		{"NVIDIA-L40S/mps-11g*1/4", "nvidia.com/gpu", false},
+		{"NVIDIA-L40S/mps-45g*1/4", MPSResource, true},
+		{"NVIDIA-L40S/mps-45g*1/4", "nvidia.com/gpu", false},
 	}
 	for _, tt := range tests {
 		if got := Matches(tt.model, tt.resource); got != tt.want {

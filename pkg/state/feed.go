@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -325,8 +327,8 @@ func (s *State) OnQueue(q *v1alpha1.Queue) {
 	if err != nil {
 		msg = err.Error()
 	}
-	ref := &corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Queue", Name: q.Name, UID: q.UID}
-	s.reportLocked(ref, "InvalidCardQuota", "Admission", msg)
+	s.reportLocked(queueRef(q), "InvalidCardQuota", "Admission", msg)
+	s.reportRenamedModelsLocked(q)
 }
 
 // OnQueueGone forgets a Queue's spec; what its pods use is kept.
@@ -334,7 +336,33 @@ func (s *State) OnQueueGone(q *v1alpha1.Queue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deleteQueueLocked(q.Name)
-	delete(s.reported, "Queue/"+q.Name)
+	s.forgetReportsLocked("Queue", q.Name, "InvalidCardQuota", "RenamedCardModel")
+}
+
+func queueRef(q *v1alpha1.Queue) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Queue", Name: q.Name, UID: q.UID}
+}
+
+// reportRenamedModelsLocked warns, on the Queue, about each card model it
+// lists under the name Cardinal gave MPS shares before SPEC §1.4 said how to
+// name them: pods on those cards are charged under the new name, so quota
+// kept under the old one is never used until the Queue is edited.
+func (s *State) reportRenamedModelsLocked(q *v1alpha1.Queue) {
+	var renamed []string
+	if e := s.queues[q.Name]; e != nil && len(s.renamedModels) > 0 {
+		for model, c := range e.cards {
+			if now, ok := s.renamedModels[model]; ok && c.Listed {
+				renamed = append(renamed, fmt.Sprintf("%s is now named %s", model, now))
+			}
+		}
+	}
+	msg := ""
+	if len(renamed) > 0 {
+		slices.Sort(renamed)
+		msg = fmt.Sprintf("queue %s lists card models under former names, so their quota is not used: %s (MPS shares are named after the whole card's memory in GiB); rename them in spec.cards",
+			q.Name, strings.Join(renamed, "; "))
+	}
+	s.reportLocked(queueRef(q), "RenamedCardModel", "Admission", msg)
 }
 
 // OnNamespace re-derives the facts of a namespace's pods when its labels
@@ -369,6 +397,17 @@ func (s *State) OnNode(node *corev1.Node) {
 	}
 	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}
 	s.reportLocked(ref, "UnlabelledCards", "CardModel", unlabelledMessage(node.Name, detected.Unlabelled))
+	for _, c := range detected.Cards {
+		if c.Former == "" || s.renamedModels[c.Former] == c.Model {
+			continue
+		}
+		s.renamedModels[c.Former] = c.Model
+		for _, q := range s.queues {
+			if q.spec != nil && q.cards[c.Former] != nil {
+				s.reportRenamedModelsLocked(q.spec)
+			}
+		}
+	}
 }
 
 // OnNodeGone forgets a node; pods still on it keep their charge.
@@ -376,7 +415,14 @@ func (s *State) OnNodeGone(node *corev1.Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deleteNodeLocked(node.Name)
-	delete(s.reported, "Node/"+node.Name)
+	s.forgetReportsLocked("Node", node.Name, "UnlabelledCards")
+}
+
+// forgetReportsLocked forgets what was reported of an object that is gone.
+func (s *State) forgetReportsLocked(kind, name string, reasons ...string) {
+	for _, r := range reasons {
+		delete(s.reported, kind+"/"+name+"/"+r)
+	}
 }
 
 // reportLocked records the problem last seen with an object ("" is none)
@@ -384,7 +430,7 @@ func (s *State) OnNodeGone(node *corev1.Node) {
 // object updated all the time (a Queue's status, a node's heartbeat) is not
 // reported each time.
 func (s *State) reportLocked(ref *corev1.ObjectReference, reason, action, msg string) {
-	key := ref.Kind + "/" + ref.Name
+	key := ref.Kind + "/" + ref.Name + "/" + reason
 	changed := s.reported[key] != msg
 	if msg == "" {
 		delete(s.reported, key)

@@ -2,11 +2,13 @@ package state
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"cardinal.dev/cardinal/pkg/cardmodel"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -94,5 +96,41 @@ func TestNodeViews(t *testing.T) {
 	}
 	if reflect.ValueOf(s.views.Load().nodes).Pointer() != reflect.ValueOf(current).Pointer() {
 		t.Errorf("Node made the views anew")
+	}
+}
+
+// TestRenamedMPSModel: a Queue that lists an MPS share under the name
+// Cardinal gave it before SPEC §1.4 (the card's memory split across its
+// replicas, rounded down) is told the new name once, whichever of the node
+// and the Queue arrives first; once the Queue is edited, nothing more.
+func TestRenamedMPSModel(t *testing.T) {
+	const former, now = "NVIDIA-H800/mps-39g*1/2", "NVIDIA-H800/mps-80g*1/2"
+	node := builder.MakeNode("n").GPU("NVIDIA-H800", 8).Res(cardmodel.MPSResource, "4").
+		Label(cardmodel.MPSReplicasLabel, "2").Label(cardmodel.NVIDIAMemoryLabel, "81559").Obj()
+	for _, nodeFirst := range []bool{true, false} {
+		s, _ := newTestState()
+		queue := builder.MakeQueue("q").Card(former, 2, 2).Obj()
+		if nodeFirst {
+			s.OnNode(node)
+			s.OnQueue(queue)
+		} else {
+			s.OnQueue(queue)
+			s.OnNode(node)
+		}
+		s.OnQueue(queue) // a status write: no second event
+		fw := &fakeFramework{}
+		s.Flush(fw)
+		want := "Queue/q RenamedCardModel: queue q lists card models under former names, so their quota is not used: " + former + " is now named " + now
+		if len(fw.events) != 1 || !strings.HasPrefix(fw.events[0], want) {
+			t.Errorf("node first %v: events %q, want one starting %q", nodeFirst, fw.events, want)
+		}
+		edited := builder.MakeQueue("q").Card(now, 2, 2).Obj()
+		edited.Generation = 2
+		s.OnQueue(edited)
+		fw = &fakeFramework{}
+		s.Flush(fw)
+		if len(fw.events) != 0 {
+			t.Errorf("node first %v: after the Queue was edited, events %q, want none", nodeFirst, fw.events)
+		}
 	}
 }

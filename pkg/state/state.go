@@ -143,6 +143,10 @@ type State struct {
 	// reported are the last problems reported per object (Queue and node
 	// events), so an object updated all the time is not reported each time.
 	reported map[string]string
+	// renamedModels maps a card model's former name to its name now (MPS
+	// shares, SPEC §1.4), as nodes show them, to tell Queues that still list
+	// a former name.
+	renamedModels map[string]string
 	// lastGangWake is when a parked gang was last woken.
 	lastGangWake time.Time
 	// permitPlugin is the plugin whose Permit holds gangs' members.
@@ -218,6 +222,7 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		waitingRoom:      map[string]map[types.UID]*corev1.Pod{},
 		waitingModels:    map[types.UID]*corev1.Pod{},
 		reported:         map[string]string{},
+		renamedModels:    map[string]string{},
 		preemptions:      map[string]*preemption{},
 		victimOf:         map[types.UID]string{},
 		claimOf:          map[types.UID]string{},

@@ -20,7 +20,7 @@ const (
 	rtxD   = "NVIDIA-GeForce-RTX-4090-D"
 	migRes = corev1.ResourceName("nvidia.com/mig-1g.18gb")
 	mig    = "NVIDIA-H200/mig-1g.18gb-mixed"
-	mps    = "NVIDIA-L40S/mps-11g*1/4"
+	mps    = "NVIDIA-L40S/mps-45g*1/4"
 )
 
 // cardPods makes n pods of queue's namespace, each asking for one whole card
