@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -44,8 +43,10 @@ func Compute(qs state.QueueStatus, now metav1.Time) v1alpha1.QueueStatus {
 		CardSummary:      cardSummary(cards),
 		Conditions:       append([]metav1.Condition(nil), qs.Queue.Status.Conditions...),
 	}
-	overDeserved := over(u.Allocated, u.Deserved, nil)
-	overCapability := over(u.Allocated, u.Capability, qs.Queue.Spec.Capability)
+	overDeserved := over(u.Allocated, u.Deserved, false)
+	// A resource the Queue's capability leaves out is not capped (SPEC §1.1):
+	// a queue with card quota only is never over a capability of cpu.
+	overCapability := over(u.Allocated, u.Capability, true)
 	for _, c := range cards {
 		if c.Allocated > c.Deserved {
 			overDeserved = append(overDeserved, fmt.Sprintf("%s uses %d cards of %d", c.Name, c.Allocated, c.Deserved))
@@ -59,15 +60,17 @@ func Compute(qs state.QueueStatus, now metav1.Time) v1alpha1.QueueStatus {
 	return st
 }
 
-// over lists, in words, the resources where used exceeds limit. With only
-// set, resources it does not list are not limited.
-func over(used, limit quota.Resources, only corev1.ResourceList) []string {
+// over lists, in words, the resources where used exceeds limit. With
+// onlyListed, a resource limit does not list is not limited; without it, a
+// resource it does not list is limited to 0.
+func over(used, limit quota.Resources, onlyListed bool) []string {
 	var out []string
 	for name, v := range used {
-		if _, listed := only[name]; only != nil && !listed {
+		l, listed := limit[name]
+		if onlyListed && !listed {
 			continue
 		}
-		if v > limit[name] {
+		if v > l {
 			out = append(out, fmt.Sprintf("%s uses %s of %s", name, quota.Format(name, v), quota.Format(name, limit[name])))
 		}
 	}

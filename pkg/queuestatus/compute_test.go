@@ -71,3 +71,38 @@ func TestCompute(t *testing.T) {
 		t.Error("the same numbers give a different status: the writer would write forever")
 	}
 }
+
+// TestComputeOverCapability: a resource the Queue's capability leaves out is
+// not capped (SPEC §1.1), so a queue with card quota only is never over its
+// capability of cpu, memory or the plain GPU resource; use exactly at a
+// capability is within it.
+func TestComputeOverCapability(t *testing.T) {
+	h200 := map[string]state.CardUsage{"NVIDIA-H200": {Listed: true, Guarantee: 4, Capability: 4, Allocated: 4, Deserved: 4}}
+	used := quota.Resources{corev1.ResourceCPU: 400, corev1.ResourceMemory: 512 << 20, "nvidia.com/gpu": 4}
+	tests := []struct {
+		name       string
+		queue      *builder.QueueWrapper
+		capability quota.Resources
+		cards      map[string]state.CardUsage
+		want       metav1.ConditionStatus
+		wantIn     string
+	}{
+		{name: "card quota only", queue: builder.MakeQueue("a").Card("NVIDIA-H200", 4, 4), cards: h200, want: metav1.ConditionFalse},
+		{name: "cpu capped, memory not", queue: builder.MakeQueue("a").Capability(corev1.ResourceCPU, "400m").Card("NVIDIA-H200", 4, 4),
+			capability: quota.Resources{corev1.ResourceCPU: 400}, cards: h200, want: metav1.ConditionFalse},
+		{name: "cpu over its capability", queue: builder.MakeQueue("a").Capability(corev1.ResourceCPU, "300m"),
+			capability: quota.Resources{corev1.ResourceCPU: 300}, want: metav1.ConditionTrue, wantIn: "cpu uses 400m of 300m"},
+		{name: "capability of 0 listed", queue: builder.MakeQueue("a").Capability("nvidia.com/gpu", "0"),
+			capability: quota.Resources{"nvidia.com/gpu": 0}, want: metav1.ConditionTrue, wantIn: "nvidia.com/gpu uses 4 of 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u := state.Usage{Allocated: used, Capability: tc.capability, Cards: tc.cards}
+			st := Compute(state.QueueStatus{Queue: tc.queue.Obj(), Usage: u}, metav1.Now())
+			c := meta.FindStatusCondition(st.Conditions, OverCapability)
+			if c == nil || c.Status != tc.want || !strings.Contains(c.Message, tc.wantIn) {
+				t.Errorf("OverCapability = %+v, want %s containing %q", c, tc.want, tc.wantIn)
+			}
+		})
+	}
+}
