@@ -17,7 +17,9 @@ import (
 
 // PreEnqueue holds a gang back, so that none of its pods is even tried,
 // while the cards the rest of its min needs cannot fit its queue's card
-// quota, counting the queue's own elastic pods as free (SPEC §1.2, §3.4).
+// quota, counting as free what the gang may preempt inside its queue (its
+// elastic pods, and preemptible work of lower priority: SPEC §1.2, §3.4,
+// §5.4).
 // What the gang needs is its PodGroup's card-request annotation (or
 // volcano.sh/card.request), scaled to the members still missing; without
 // one, this pod's cards for each missing member. The PodGroup gets an event
@@ -35,13 +37,11 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if err != nil {
 		msg = fmt.Sprintf("gang %s is held: %v", k, err)
 	} else if short := shortfall(c.Queue, reqs, cards, nil); short != "" {
-		// The queue's own elastic pods count as free: they give way to a min.
-		elastic := make(map[string]int64, len(cards))
-		for m, u := range cards {
-			elastic[m] = u.Elastic
-		}
-		if short = shortfall(c.Queue, reqs, cards, elastic); short != "" {
-			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; %s (its elastic pods counted as free)", k, missing, short)
+		// What the gang may preempt in its queue counts as free: it gives
+		// way to the gang's min (SPEC §5.4).
+		f := p.state.FreeableInQueue(pod, c.Queue)
+		if short = shortfall(c.Queue, reqs, cards, f.Cards); short != "" {
+			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; %s (%s)", k, missing, short, f.Note)
 		}
 	}
 	if msg == "" {

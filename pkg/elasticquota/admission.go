@@ -14,10 +14,11 @@ import (
 )
 
 // PreEnqueue holds a gang back, so that none of its pods is even tried,
-// while the rest of its min cannot fit its queue's capability, counting the
-// queue's own elastic pods as free (they can be preempted for it), or, for a
-// non-preemptible or semi-preemptible gang, its queue's guarantee (SPEC
-// §3.4, §3.5). The PodGroup gets an event that says why, in numbers.
+// while the rest of its min cannot fit its queue's capability, counting as
+// free what the gang may preempt inside its queue (its elastic pods, and
+// preemptible work of lower priority, SPEC §5.4), or, for a non-preemptible
+// or semi-preemptible gang, its queue's guarantee (SPEC §3.4, §3.5). The
+// PodGroup gets an event that says why, in numbers.
 //
 // It runs under the scheduling queue's lock: it reads the state, and a hold
 // it records wakes other pods only later, through the state's outbox.
@@ -32,7 +33,7 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if !u.Exists {
 		return nil // PreFilter says the queue is missing, with an event
 	}
-	msg := heldReason(k, v, missing, c, u)
+	msg := heldReason(k, v, missing, c, u, func() state.Freeable { return p.state.FreeableInQueue(pod, c.Queue) })
 	if msg == "" {
 		p.state.Release(k, Name)
 		return nil
@@ -48,8 +49,9 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 
 // heldReason says why the rest of a gang's min cannot fit its queue, or "".
 // What the rest needs is the PodGroup's minResources when given (scaled to
-// the members still missing), else this pod's request for each.
-func heldReason(k gang.Key, v state.GangView, missing int, c state.Candidate, u state.Usage) string {
+// the members still missing), else this pod's request for each. freeable is
+// asked only when the queue's capability is short without it.
+func heldReason(k gang.Key, v state.GangView, missing int, c state.Candidate, u state.Usage, freeable func() state.Freeable) string {
 	need := quota.Resources{}
 	if min := v.Group.Spec.MinMember; len(v.Group.Spec.MinResources) > 0 && min > 0 {
 		for name, n := range quota.FromList(v.Group.Spec.MinResources) {
@@ -60,12 +62,16 @@ func heldReason(k gang.Key, v state.GangView, missing int, c state.Candidate, u 
 			need[name] = n * int64(missing)
 		}
 	}
-	// The queue's own elastic pods count as free: they give way to a min.
-	free := u.Allocated.Clone()
-	free.Sub(u.Elastic)
-	if name, over := quota.Exceeded(free, need, u.Capability); over {
-		return fmt.Sprintf("gang %s is held: its min needs %d more pods; queue %s has insufficient %s quota: requested %s, would use %s, capability %s (its elastic pods counted as free)",
-			k, missing, c.Queue, name, quota.Format(name, need[name]), quota.Format(name, free[name]+need[name]), quota.Format(name, u.Capability[name]))
+	if _, over := quota.Exceeded(u.Allocated, need, u.Capability); over {
+		// What the gang may preempt in its queue counts as free: it gives
+		// way to the gang's min (SPEC §5.4).
+		f := freeable()
+		left := u.Allocated.Clone()
+		left.Sub(f.Request)
+		if name, over := quota.Exceeded(left, need, u.Capability); over {
+			return fmt.Sprintf("gang %s is held: its min needs %d more pods; queue %s has insufficient %s quota: requested %s, would use %s, capability %s (%s)",
+				k, missing, c.Queue, name, quota.Format(name, need[name]), quota.Format(name, left[name]+need[name]), quota.Format(name, u.Capability[name]), f.Note)
+		}
 	}
 	if c.Preemptibility == workload.NonPreemptible || c.Preemptibility == workload.SemiPreemptible {
 		limit := guaranteeLimit(u.Guarantee, u.Capability)

@@ -1,0 +1,109 @@
+package state
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/workload"
+)
+
+// Freeable is what preemption inside a queue may take for a starving gang's
+// min (SPEC §5.4): admission counts it as free (SPEC §3.4), so a gang in a
+// queue at its capability is tried, and preempts, rather than being held
+// before preemption can run.
+type Freeable struct {
+	// Request is what the pods preemption may take are charged, by resource.
+	Request quota.Resources
+	// Cards is what they are charged in cards, by model.
+	Cards map[string]int64
+	// Note says, for a held reason, what was counted as free and why the
+	// rest was not.
+	Note string
+}
+
+// FreeableInQueue is what in-queue preemption may take from queue for pod's
+// gang, by the rules pkg/preemption's policy applies to the preemptor's own
+// queue: elastic pods that are not non-preemptible, whatever their priority;
+// pods without a gang, and whole gangs' min members, that are all
+// preemptible and of lower priority than pod; and the pods already being
+// evicted for pod's gang. Nothing when pod may not preempt at all. It costs
+// O(the queue's placed pods), so admission asks it only when the queue's
+// capability is short without it.
+func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
+	out := Freeable{Request: quota.Resources{}, Cards: map[string]int64{}}
+	switch {
+	case !s.PreemptionEnabled():
+		out.Note = "it cannot preempt: CardinalPreemption is not enabled in the profile"
+		return out
+	case pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever:
+		out.Note = "it cannot preempt: its preemptionPolicy is Never"
+		return out
+	}
+	priority := podPriority(pod)
+	own, _ := gang.Of(pod)
+	key := PreemptorKeyOf(pod)
+	out.Note = fmt.Sprintf("counting as free what it may preempt in its queue: elastic pods, and preemptible pods of priority below %d; the rest is non-preemptible or of priority %d or more",
+		priority, priority)
+
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queues[queue]
+	if q == nil {
+		return out
+	}
+	take := func(e *podEntry) {
+		out.Request.Add(e.Request)
+		for m, n := range e.cards {
+			out.Cards[m] += n
+		}
+	}
+	// mins are the min members of other gangs, and whether all of them
+	// may go: a gang goes whole or not at all (SPEC §5.3).
+	type mins struct {
+		pods  []*podEntry
+		mayGo bool
+	}
+	gangs := map[gang.Key]*mins{}
+	for _, e := range q.placed {
+		if by, victim := s.victimOf[e.pod.UID]; victim {
+			if by == key {
+				take(e) // already going, for this gang
+			}
+			continue // else its room is kept for another preemptor
+		}
+		if own != "" && e.Gang == own {
+			continue
+		}
+		if e.elastic {
+			if e.Preemptibility != workload.NonPreemptible {
+				take(e)
+			}
+			continue
+		}
+		mayGo := e.Preemptibility == workload.Preemptible && e.Priority < priority
+		if e.Gang == "" {
+			if mayGo {
+				take(e)
+			}
+			continue
+		}
+		g := gangs[e.Gang]
+		if g == nil {
+			g = &mins{mayGo: true}
+			gangs[e.Gang] = g
+		}
+		g.pods = append(g.pods, e)
+		g.mayGo = g.mayGo && mayGo
+	}
+	for _, g := range gangs {
+		if g.mayGo {
+			for _, e := range g.pods {
+				take(e)
+			}
+		}
+	}
+	return out
+}
