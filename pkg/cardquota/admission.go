@@ -12,6 +12,7 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/cardmodel"
+	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/state"
 )
 
@@ -38,11 +39,24 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		msg = fmt.Sprintf("gang %s is held: %v", k, err)
 	} else if short := shortfall(c.Queue, reqs, cards, nil); short != "" {
 		// What the gang may preempt in its queue counts as free: it gives
-		// way to the gang's min (SPEC §5.4).
-		f := p.state.FreeableInQueue(pod, c.Queue)
-		if short = shortfall(c.Queue, reqs, cards, f.Cards); short != "" {
-			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; %s (%s)", k, missing, short, f.Note)
+		// way to the gang's min (SPEC §5.4). Non-preemptible work never
+		// does: if the min is short even without it, nothing is scanned.
+		note, freed := state.AllButNonPreemptible, make(map[string]int64, len(cards))
+		for m, u := range cards {
+			freed[m] = u.Allocated - u.NonPreemptible
 		}
+		if short = shortfall(c.Queue, reqs, cards, freed); short == "" {
+			f := p.state.FreeableInQueue(pod, c.Queue)
+			note, short = f.Note, shortfall(c.Queue, reqs, cards, f.Cards)
+		}
+		if short != "" {
+			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; %s (%s)", k, missing, short, note)
+		}
+	}
+	if msg == "" && err == nil && c.NonPreemptible {
+		// Non-preemptible work may use only the guarantee (SPEC §3.5):
+		// preemption frees none of it for a non-preemptible min.
+		msg = guaranteeShortfall(k, c, missing, reqs, cards)
 	}
 	if msg == "" {
 		p.state.Release(k, Name)
@@ -122,6 +136,38 @@ func shortfall(queue string, reqs []cardmodel.Request, cards map[string]state.Ca
 		}
 		return fmt.Sprintf("queue %s has insufficient %s quota: requested %d, would use %d, capability %d",
 			queue, strings.Join(r.Models, "|"), r.Count, used+r.Count, capability)
+	}
+	return ""
+}
+
+// guaranteeShortfall says, for a gang whose min would be charged as
+// non-preemptible (SPEC §3.5), the first request that does not fit the
+// queue's guarantee of its models less their non-preemptible use; "" when
+// all fit.
+func guaranteeShortfall(k gang.Key, c state.Candidate, missing int, reqs []cardmodel.Request, cards map[string]state.CardUsage) string {
+	room := map[string]int64{}
+	for m, u := range cards {
+		if u.Listed {
+			room[m] = max(0, u.Guarantee-u.NonPreemptible)
+		}
+	}
+	for _, r := range reqs {
+		need := r.Count
+		for _, m := range r.Models {
+			take := min(need, room[m])
+			room[m] -= take
+			need -= take
+		}
+		if need == 0 {
+			continue
+		}
+		var used, guarantee int64
+		for _, m := range r.Models {
+			used += cards[m].NonPreemptible
+			guarantee += cards[m].Guarantee
+		}
+		return fmt.Sprintf("gang %s is held: it is %s and its min needs %d more pods; queue %s guarantees %s %d and non-preemptible pods would use %d",
+			k, c.Preemptibility, missing, c.Queue, strings.Join(r.Models, "|"), guarantee, used+r.Count)
 	}
 	return ""
 }

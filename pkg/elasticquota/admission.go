@@ -64,13 +64,18 @@ func heldReason(k gang.Key, v state.GangView, missing int, c state.Candidate, u 
 	}
 	if _, over := quota.Exceeded(u.Allocated, need, u.Capability); over {
 		// What the gang may preempt in its queue counts as free: it gives
-		// way to the gang's min (SPEC §5.4).
-		f := freeable()
-		left := u.Allocated.Clone()
-		left.Sub(f.Request)
+		// way to the gang's min (SPEC §5.4). Non-preemptible work never
+		// does: if the min is short even without it, nothing is scanned.
+		left, note := u.NonPreemptible, state.AllButNonPreemptible
+		if _, over := quota.Exceeded(left, need, u.Capability); !over {
+			f := freeable()
+			left = u.Allocated.Clone()
+			left.Sub(f.Request)
+			note = f.Note
+		}
 		if name, over := quota.Exceeded(left, need, u.Capability); over {
 			return fmt.Sprintf("gang %s is held: its min needs %d more pods; queue %s has insufficient %s quota: requested %s, would use %s, capability %s (%s)",
-				k, missing, c.Queue, name, quota.Format(name, need[name]), quota.Format(name, left[name]+need[name]), quota.Format(name, u.Capability[name]), f.Note)
+				k, missing, c.Queue, name, quota.Format(name, need[name]), quota.Format(name, left[name]+need[name]), quota.Format(name, u.Capability[name]), note)
 		}
 	}
 	if c.Preemptibility == workload.NonPreemptible || c.Preemptibility == workload.SemiPreemptible {

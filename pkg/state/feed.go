@@ -351,7 +351,9 @@ func (s *State) reportRenamedModelsLocked(q *v1alpha1.Queue) {
 	var renamed []string
 	if e := s.queues[q.Name]; e != nil && len(s.renamedModels) > 0 {
 		for model, c := range e.cards {
-			if now, ok := s.renamedModels[model]; ok && c.Listed {
+			// A former name that some node carries as its model now is
+			// that model, not a stale name.
+			if now, ok := s.renamedModels[model]; ok && c.Listed && s.cardCapacity[model] == 0 {
 				renamed = append(renamed, fmt.Sprintf("%s is now named %s", model, now))
 			}
 		}

@@ -28,28 +28,43 @@ type Freeable struct {
 // gang, by the rules pkg/preemption's policy applies to the preemptor's own
 // queue: elastic pods that are not non-preemptible, whatever their priority;
 // pods without a gang, and whole gangs' min members, that are all
-// preemptible and of lower priority than pod; and the pods already being
-// evicted for pod's gang. Nothing when pod may not preempt at all. It costs
-// O(the queue's placed pods), so admission asks it only when the queue's
-// capability is short without it.
+// preemptible and of lower priority than the gang; and the pods already
+// being evicted for the gang. A gang that may not preempt (a member's
+// preemptionPolicy is Never, or CardinalPreemption is not in the profile)
+// has only the elastic pods counted, which SPEC §3.4 counts as free in any
+// case.
+//
+// The gang's priority is its lowest member's, and any member's
+// preemptionPolicy Never counts for all, so every member of a gang gets the
+// same answer and admission does not hold and release it by turns; it is
+// never more than preemption, which judges by the member that preempts,
+// would take. It costs O(the queue's placed pods), so admission asks it
+// only when the queue is short without it and could be long enough with
+// all its preemptible work taken.
 func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 	out := Freeable{Request: quota.Resources{}, Cards: map[string]int64{}}
-	switch {
-	case !s.PreemptionEnabled():
-		out.Note = "it cannot preempt: CardinalPreemption is not enabled in the profile"
-		return out
-	case pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever:
-		out.Note = "it cannot preempt: its preemptionPolicy is Never"
-		return out
-	}
-	priority := podPriority(pod)
 	own, _ := gang.Of(pod)
 	key := PreemptorKeyOf(pod)
-	out.Note = fmt.Sprintf("counting as free what it may preempt in its queue: elastic pods, and preemptible pods of priority below %d; the rest is non-preemptible or of priority %d or more",
-		priority, priority)
 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	priority, never := podPriority(pod), neverPreempts(pod)
+	if g := s.gangs[own]; own != "" && g != nil {
+		for _, m := range g.members {
+			priority = min(priority, m.Priority)
+			never = never || neverPreempts(m.pod)
+		}
+	}
+	mayPreempt := s.PreemptionEnabled() && !never
+	switch {
+	case !s.PreemptionEnabled():
+		out.Note = "counting its queue's elastic pods as free; it may not preempt other work: CardinalPreemption is not enabled in the profile"
+	case never:
+		out.Note = "counting its queue's elastic pods as free; it may not preempt other work: a pod of it has preemptionPolicy Never"
+	default:
+		out.Note = fmt.Sprintf("counting as free what it may preempt in its queue: elastic pods, and preemptible pods and whole gangs of priority below %d; the rest is non-preemptible or of priority %d or more",
+			priority, priority)
+	}
 	q := s.queues[queue]
 	if q == nil {
 		return out
@@ -83,6 +98,9 @@ func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 			}
 			continue
 		}
+		if !mayPreempt {
+			continue
+		}
 		mayGo := e.Preemptibility == workload.Preemptible && e.Priority < priority
 		if e.Gang == "" {
 			if mayGo {
@@ -106,4 +124,14 @@ func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 		}
 	}
 	return out
+}
+
+// AllButNonPreemptible is the note of an admission check that found a
+// gang's min short even with everything but its queue's non-preemptible
+// work counted as free: nothing preemption may take can make room, so
+// FreeableInQueue need not be asked.
+const AllButNonPreemptible = "even counting all but its queue's non-preemptible work as free"
+
+func neverPreempts(pod *corev1.Pod) bool {
+	return pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever
 }

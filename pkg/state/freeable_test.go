@@ -65,10 +65,10 @@ func TestFreeableInQueue(t *testing.T) {
 		want             int64
 		wantNote         string
 	}{
-		{"priority 1000: low whole, its elastic pod, np's elastic pod not, single-low", true, high, 3 + 1, "preemptible pods of priority below 1000"},
+		{"priority 1000: low whole, its elastic pod, np's elastic pod not, single-low", true, high, 3 + 1, "preemptible pods and whole gangs of priority below 1000"},
 		{"priority 10: elastic pods only", true, withPriority(member("high", 0), 10), 1, "priority below 10"},
-		{"preemptionPolicy Never: nothing", true, never, 0, "its preemptionPolicy is Never"},
-		{"preemption not enabled: nothing", false, high, 0, "CardinalPreemption is not enabled"},
+		{"preemptionPolicy Never: elastic pods only (SPEC §3.4)", true, never, 1, "a pod of it has preemptionPolicy Never"},
+		{"preemption not enabled: elastic pods only (SPEC §3.4)", false, high, 1, "CardinalPreemption is not enabled"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +82,16 @@ func TestFreeableInQueue(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a gang's lowest member decides for all its members", func(t *testing.T) {
+		s := setup(true)
+		s.OnPod(withPriority(member("high", 1), 10))
+		for _, p := range []*corev1.Pod{high, withPriority(member("high", 1), 10)} {
+			if got := s.FreeableInQueue(p, "q").Cards[h200]; got != 1 {
+				t.Errorf("%s: freeable H200 cards %d, want 1: the gang counts as priority 10", p.Name, got)
+			}
+		}
+	})
 
 	t.Run("the gang's own pods and pods evicted for another gang are not free", func(t *testing.T) {
 		s := setup(true)

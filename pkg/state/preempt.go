@@ -260,6 +260,11 @@ func (s *State) victimGoneLocked(uid types.UID) {
 func (s *State) endPreemptionLocked(pr *preemption, dropNominations bool) {
 	for uid := range pr.victims {
 		delete(s.victimOf, uid)
+		// A victim that never went may be counted as free again by other
+		// gangs' admission (FreeableInQueue): those waiting are woken.
+		if e := s.pods[uid]; e != nil {
+			s.roomFreedLocked(e.Queue)
+		}
 	}
 	for uid := range pr.claims {
 		delete(s.claimOf, uid)

@@ -100,9 +100,12 @@ func TestFullQueueHeldWhenNothingMayBePreempted(t *testing.T) {
 		name        string
 		lowLabels   map[string]string
 		lowPriority string
+		note        string
 	}{
-		{"non-preemptible", map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}, lowPriority},
-		{"preemptible of the same priority", map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.Preemptible}, highPriority},
+		{"non-preemptible", map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}, lowPriority,
+			"even counting all but its queue's non-preemptible work as free"},
+		{"preemptible of the same priority", map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.Preemptible}, highPriority,
+			"the rest is non-preemptible or of priority 1000 or more"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,7 +123,7 @@ func TestFullQueueHeldWhenNothingMayBePreempted(t *testing.T) {
 			waitEvent(t, ns, "GangHeldByCardQuota on PodGroup high saying nothing it may preempt frees the room", func(e eventsv1.Event) bool {
 				return e.Regarding.Kind == "PodGroup" && e.Regarding.Name == "high" && e.Reason == "GangHeldByCardQuota" &&
 					strings.Contains(e.Note, "would use 6, capability 4") &&
-					strings.Contains(e.Note, "the rest is non-preemptible or of priority 1000 or more")
+					strings.Contains(e.Note, tc.note)
 			})
 			holdFor(t, holdWindow, func() error {
 				if got := boundPods(t, ns); fmt.Sprint(got) != fmt.Sprint(before) {
@@ -142,4 +145,34 @@ func gangPodsOf(ns, group string, n, gpus int) []*corev1.Pod {
 		}
 	}
 	return pods
+}
+
+// TestNonPreemptibleGangHeldAtGuarantee: a queue with guarantee 4 and
+// capability 8 of NVIDIA-H200 runs 4 non-preemptible cards and 4
+// lower-priority preemptible ones. A non-preemptible gang of 2 could take
+// the preemptible cards' quota, but non-preemptible work may use only the
+// guarantee (SPEC §3.5), which preemption cannot free: it stays held with
+// a reason that says so, and nothing is evicted.
+func TestNonPreemptibleGangHeldAtGuarantee(t *testing.T) {
+	ensurePriorityClasses(t)
+	ns := gpuQueue(t, "np-at-guarantee", 4, 8, true)
+	createNodes(t, gpuNodes("npatguarantee", 3, 4)...)
+	startScheduler(t)
+
+	podGroupWith(t, ns, "np", 4, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible})
+	createPods(t, prioritized(lowPriority, gangPods(ns, "np", 4, 1)...)...)
+	podGroupWith(t, ns, "low", 4, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.Preemptible})
+	createPods(t, prioritized(lowPriority, gangPods(ns, "low", 4, 1)...)...)
+	waitBoundCounts(t, ns, map[string]int{"np": 4, "low": 4}, waitTimeout)
+	before := boundPods(t, ns)
+
+	podGroupWith(t, ns, "high", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible})
+	createPods(t, prioritized(highPriority, gangPods(ns, "high", 2, 1)...)...)
+	waitGangNote(t, ns, "high", "GangHeldByCardQuota", "it is non-preemptible and its min needs 2 more pods; queue "+ns+" guarantees NVIDIA-H200 4 and non-preemptible pods would use 6")
+	holdFor(t, holdWindow, func() error {
+		if got := boundPods(t, ns); fmt.Sprint(got) != fmt.Sprint(before) {
+			return fmt.Errorf("bound pods changed from %v to %v: the gang was tried past its queue's guarantee", before, got)
+		}
+		return nil
+	})
 }
