@@ -41,13 +41,17 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		// What the gang may preempt in its queue counts as free: it gives
 		// way to the gang's min (SPEC §5.4). Non-preemptible work never
 		// does: if the min is short even without it, nothing is scanned.
-		note, freed := state.AllButNonPreemptible, make(map[string]int64, len(cards))
+		all, freed := make(map[string]int64, len(cards)), make(map[string]int64, len(cards))
 		for m, u := range cards {
-			freed[m] = u.Allocated - u.NonPreemptible
+			all[m], freed[m] = u.Allocated, u.Allocated-u.NonPreemptible
 		}
-		if short = shortfall(c.Queue, reqs, cards, freed); short == "" {
-			f := p.state.FreeableInQueue(pod, c.Queue)
-			note, short = f.Note, shortfall(c.Queue, reqs, cards, f.Cards)
+		note := state.MinAlone
+		if short = shortfall(c.Queue, reqs, cards, all); short == "" {
+			note = state.AllButNonPreemptible
+			if short = shortfall(c.Queue, reqs, cards, freed); short == "" {
+				f := p.state.FreeableInQueue(pod, c.Queue)
+				note, short = f.Note, shortfall(c.Queue, reqs, cards, f.Cards)
+			}
 		}
 		if short != "" {
 			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; %s (%s)", k, missing, short, note)

@@ -67,7 +67,9 @@ func heldReason(k gang.Key, v state.GangView, missing int, c state.Candidate, u 
 		// way to the gang's min (SPEC §5.4). Non-preemptible work never
 		// does: if the min is short even without it, nothing is scanned.
 		left, note := u.NonPreemptible, state.AllButNonPreemptible
-		if _, over := quota.Exceeded(left, need, u.Capability); !over {
+		if _, over := quota.Exceeded(quota.Resources{}, need, u.Capability); over {
+			left, note = quota.Resources{}, state.MinAlone
+		} else if _, over := quota.Exceeded(left, need, u.Capability); !over {
 			f := freeable()
 			left = u.Allocated.Clone()
 			left.Sub(f.Request)

@@ -126,6 +126,10 @@ func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 	return out
 }
 
+// MinAlone is the note of an admission check that found a gang's min
+// larger than its queue's capability with nothing else in the queue.
+const MinAlone = "its min alone asks for more than the capability"
+
 // AllButNonPreemptible is the note of an admission check that found a
 // gang's min short even with everything but its queue's non-preemptible
 // work counted as free: nothing preemption may take can make room, so

@@ -139,7 +139,7 @@ func TestWhy(t *testing.T) {
 				waitWaitingReason(t, ns, "g", "is held")
 			},
 			target: "podgroup", object: "g",
-			why: "0 of minMember 2 pods scheduled; gang {ns}/g is held: its min needs 2 more pods; queue {ns} has insufficient cpu quota: requested 2, would use 2, capability 1 (counting as free what it may preempt in its queue: elastic pods, and preemptible pods of priority below 0; the rest is non-preemptible or of priority 0 or more)",
+			why: "0 of minMember 2 pods scheduled; gang {ns}/g is held: its min needs 2 more pods; queue {ns} has insufficient cpu quota: requested 2, would use 2, capability 1 (its min alone asks for more than the capability)",
 			fix: "it alone asks for 2 cpu, more than queue {ns}'s capability of 1: raise the capability to at least 2, or ask for less (a lower minMember, smaller pods)", annotated: true,
 		},
 		{
@@ -151,7 +151,7 @@ func TestWhy(t *testing.T) {
 				waitWaitingReason(t, ns, "g", "is held")
 			},
 			target: "podgroup", object: "g",
-			why: "0 of minMember 2 pods scheduled; gang {ns}/g is held: its min needs 2 more pods; queue {ns} has insufficient NVIDIA-H200 quota: requested 2, would use 2, capability 1 (counting as free what it may preempt in its queue: elastic pods, and preemptible pods of priority below 0; the rest is non-preemptible or of priority 0 or more)",
+			why: "0 of minMember 2 pods scheduled; gang {ns}/g is held: its min needs 2 more pods; queue {ns} has insufficient NVIDIA-H200 quota: requested 2, would use 2, capability 1 (its min alone asks for more than the capability)",
 			fix: "it alone asks for 2 NVIDIA-H200, more than queue {ns}'s capability of 1: raise the capability to at least 2, or ask for less (a lower minMember, smaller pods)", annotated: true,
 		},
 		{
