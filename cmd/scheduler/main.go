@@ -17,14 +17,19 @@ import (
 
 	"github.com/spf13/cobra"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/pkg/features"
 
+	"cardinal.dev/cardinal/pkg/compat"
 	"cardinal.dev/cardinal/pkg/controllers"
 	"cardinal.dev/cardinal/pkg/metrics"
 	"cardinal.dev/cardinal/pkg/registry"
@@ -48,8 +53,17 @@ func main() {
 	st := state.New(state.DefaultSettings())
 	cmd := app.NewSchedulerCommand(registry.Options(st)...)
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		// --version needs no API server (kube-scheduler would answer it
+		// only after this hook).
+		verflag.PrintAndExitIfRequested()
 		cfg, err := settings.FromFlags(cmd.Flags())
 		if err != nil {
+			return err
+		}
+		// kube-scheduler has applied --feature-gates (PersistentPreRunE) and
+		// builds its informers only after this: fit the gates to what the API
+		// server serves first (SPEC §6).
+		if err := fitToServer(ctx, cmd, cfg); err != nil {
 			return err
 		}
 		st.Configure(cfg.State)
@@ -63,4 +77,23 @@ func main() {
 	code := cli.Run(cmd)
 	stop()
 	os.Exit(code)
+}
+
+// fitToServer refuses an API server older than Cardinal supports and turns
+// off the feature gates whose APIs it does not serve (pkg/compat).
+func fitToServer(ctx context.Context, cmd *cobra.Command, cfg settings.Config) error {
+	restConfig, err := clientcmd.BuildConfigFromFlags(cfg.Master, cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("finding the API server: %w", err)
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	flagValue := ""
+	if f := cmd.Flags().Lookup("feature-gates"); f != nil && f.Changed {
+		flagValue = f.Value.String()
+	}
+	_, err = compat.Fit(ctx, d, utilfeature.DefaultMutableFeatureGate, flagValue, "cardinal-scheduler", klog.Background().WithName("compat"))
+	return err
 }

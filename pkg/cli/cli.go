@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"cardinal.dev/cardinal/config"
+	"cardinal.dev/cardinal/pkg/compat"
 	"cardinal.dev/cardinal/pkg/inspect"
 )
 
@@ -81,6 +82,23 @@ func (o *Options) load(ctx context.Context) (*inspect.Cluster, error) {
 		if schedCfg, err = os.ReadFile(o.SchedulerConfig); err != nil {
 			return nil, err
 		}
+	}
+	// An API server older than Cardinal supports is refused with both
+	// versions named (SPEC §6), not left to fail on an API it lacks.
+	d, err := o.ConfigFlags.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	info, err := d.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's version: %w", err)
+	}
+	server, err := compat.NewServer(info.GitVersion)
+	if err != nil {
+		return nil, err
+	}
+	if err := compat.CheckVersion(server, "kubectl cardinal"); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, time.Minute, fmt.Errorf("the cluster did not answer within a minute"))
 	defer cancel()

@@ -47,6 +47,10 @@ type Config struct {
 	State state.Settings
 	// LeaderElection is the scheduler's own; the status writers follow it.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// Kubeconfig and Master are where the scheduler finds the API server
+	// (clientConnection.kubeconfig, or the --kubeconfig and --master flags),
+	// read before kube-scheduler connects to fit it to the server.
+	Kubeconfig, Master string
 }
 
 // FromFlags reads the configuration kube-scheduler's flags name: the file
@@ -55,7 +59,9 @@ type Config struct {
 // profile enables Cardinal's plugins.
 func FromFlags(fs *pflag.FlagSet) (Config, error) {
 	cfg := &schedconfig.KubeSchedulerConfiguration{}
+	hasConfig := false
 	if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
+		hasConfig = true
 		loaded, err := options.LoadConfigFromFile(klog.Background(), f.Value.String())
 		if err != nil {
 			return Config{}, fmt.Errorf("reading %s: %w", f.Value.String(), err)
@@ -81,7 +87,19 @@ func FromFlags(fs *pflag.FlagSet) (Config, error) {
 			set(f)
 		}
 	}
-	return FromConfiguration(cfg)
+	out, err := FromConfiguration(cfg)
+	if err != nil {
+		return out, err
+	}
+	// As kube-scheduler: --kubeconfig counts only without --config.
+	out.Kubeconfig = cfg.ClientConnection.Kubeconfig
+	if f := fs.Lookup("kubeconfig"); f != nil && f.Changed && !hasConfig {
+		out.Kubeconfig = f.Value.String()
+	}
+	if f := fs.Lookup("master"); f != nil {
+		out.Master = f.Value.String()
+	}
+	return out, nil
 }
 
 func parseDuration(f *pflag.Flag) time.Duration {
