@@ -21,7 +21,7 @@ TOOL_PKG_etcd            := go.etcd.io/etcd/server/v3
 # run kube-controller-manager's Deployment and ReplicaSet controllers.
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/cardinal-scheduler $(BIN)/kubectl-cardinal
 
-.PHONY: all build demo test verify unit integration generate verify-generate bench fuzz soak tools clean
+.PHONY: all build demo test verify unit integration integration-versions generate verify-generate bench fuzz soak tools clean
 
 all: build
 
@@ -36,21 +36,40 @@ $(BIN)/cardinal-scheduler: FORCE
 $(BIN)/kubectl-cardinal: FORCE
 	$(GO) build -o $@ ./cmd/kubectl-cardinal
 
-$(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd: go.mod go.sum
+# kube-apiserver and kube-controller-manager say their release as a
+# cluster's do (Kubernetes' own build stamps it; a module build would say
+# v0.0.0), so start-up checks see what they would see in a cluster.
+$(BIN)/kube-apiserver $(BIN)/kube-controller-manager: go.mod go.sum
+	ldflags=$$(GO=$(GO) hack/version-ldflags.sh) && $(GO) build -ldflags "$$ldflags" -o $@ $(TOOL_PKG_$(notdir $@))
+
+$(BIN)/etcd: go.mod go.sum
 	$(GO) build -o $@ $(TOOL_PKG_$(notdir $@))
+
+# The version matrix (SPEC §6): kube-apiserver of each older minor Cardinal
+# supports, each from a module of its own under hack/kube-apiserver, so one
+# Kubernetes release's module graph does not pull in another's.
+APISERVER_VERSIONS := 1.34 1.35 1.36
+$(BIN)/kube-apiserver-%: hack/kube-apiserver/v%/go.mod hack/kube-apiserver/v%/go.sum
+	cd hack/kube-apiserver/v$* && ldflags=$$(GO=$(GO) ../../version-ldflags.sh) && \
+		$(GO) build -ldflags "$$ldflags" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
 $(addprefix $(BIN)/,$(GEN_TOOLS)): go.mod go.sum
 	$(GO) build -o $@ $(TOOL_PKG_$(notdir $@))
 
-tools: $(addprefix $(BIN)/,$(GEN_TOOLS)) $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
+# `make bin/NAME` builds $(BIN)/NAME, as the error messages that name a missing binary say.
+bin/%: $(BIN)/% ;
+
+tools: $(addprefix $(BIN)/,$(GEN_TOOLS)) $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd \
+	$(addprefix $(BIN)/kube-apiserver-,$(APISERVER_VERSIONS))
 
 ## demo: the scheduler on a local control plane with simulated GPU nodes and example workloads
 ##       (NODES=file, WORKLOADS=a.yaml,b.yaml and THEN=c.yaml,d.yaml, one act each, to use your own)
 demo: $(CONTROL_PLANE)
 	$(GO) run ./cmd/demo $(if $(NODES),--nodes $(NODES)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) $(if $(THEN),--then $(THEN))
 
-## test: formatting, vet and generated files checked, unit tests with -race, then integration tests on a real control plane
-test: verify verify-generate unit integration
+## test: formatting, vet and generated files checked, unit tests with -race, then integration tests on a real control plane,
+##       then their version subset on each older supported kube-apiserver
+test: verify verify-generate unit integration integration-versions
 
 verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out" >&2; exit 1; fi
@@ -61,6 +80,20 @@ unit:
 
 integration: $(CONTROL_PLANE) $(BIN)/kube-controller-manager
 	$(GO) test -count=1 -timeout 30m ./test/integration/...
+
+# The integration tests SPEC §6's version matrix runs on kube-apiserver 1.34,
+# 1.35 and 1.36 (the full suite runs on 1.37 above): start-up fitted to the
+# server, gangs, queue and card quota, preemption and reclaim, status, the
+# Queue CRD's validation, and kubectl cardinal.
+VERSION_SUBSET := TestFitsTheAPIServer|TestRefusesAnOlderAPIServer|TestGangAllOrNothing|TestGangsDoNotDeadlock|TestGangGivesBackOnFailure|TestCardQuotaCap|TestCardAlternatives|TestMIGAndMPS|TestQueueCapability|TestGangHeldByQueue|TestNonPreemptibleUsesOnlyGuarantee|TestWholeLowPriorityGangGoes|TestFullQueuePreemptsItsOwnLowerPriorityWork|TestCardAwareReclaim|TestQueueStatusAgreesWithScheduler|TestQueueValidation|TestKubectlCardinalInATerminal|TestWhy
+
+## integration-versions: the version subset on each older supported kube-apiserver (APISERVER_VERSIONS)
+integration-versions: $(CONTROL_PLANE) $(addprefix $(BIN)/kube-apiserver-,$(APISERVER_VERSIONS))
+	@failed=""; for v in $(APISERVER_VERSIONS); do \
+		echo "== integration subset on kube-apiserver $$v"; \
+		CARDINAL_APISERVER_VERSION=$$v $(GO) test -count=1 -timeout 20m -run '^($(VERSION_SUBSET))$$' ./test/integration/... || failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "integration subset failed on kube-apiserver$$failed" >&2; exit 1; fi
 
 ## generate: regenerate deepcopy, conversion, defaults, clients and CRDs
 generate: $(addprefix $(BIN)/,$(GEN_TOOLS))

@@ -57,6 +57,14 @@ type Options struct {
 	// priority level's queues. Off, a burst over 200 concurrent writes (as
 	// a gang's binds can be) is answered 429, retried a second later.
 	PriorityAndFairness bool
+	// APIServerVersion, when set (e.g. "1.34"), runs BinDir's
+	// kube-apiserver-<version> (built by `make bin/kube-apiserver-<version>`
+	// from hack/kube-apiserver) instead of kube-apiserver, the one Cardinal
+	// is built with: the version matrix of SPEC §6.
+	APIServerVersion string
+	// APIServerArgs are more kube-apiserver flags (feature gates,
+	// --runtime-config).
+	APIServerArgs []string
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -75,6 +83,8 @@ type ControlPlane struct {
 	apiserver   *Process
 	controllers *Process
 	fairness    bool
+	apiBinary   string
+	apiArgs     []string
 }
 
 // Start launches etcd and kube-apiserver and waits until the apiserver is ready.
@@ -87,7 +97,15 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: dir, BinDir: binDir, log: opts.Log, fairness: opts.PriorityAndFairness}
+	cp := &ControlPlane{Dir: dir, BinDir: binDir, log: opts.Log, fairness: opts.PriorityAndFairness,
+		apiBinary: filepath.Join(binDir, "kube-apiserver"), apiArgs: opts.APIServerArgs}
+	if v := opts.APIServerVersion; v != "" {
+		cp.apiBinary = filepath.Join(binDir, "kube-apiserver-"+v)
+		if _, err := os.Stat(cp.apiBinary); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("kube-apiserver %s not found in %s: run `make bin/kube-apiserver-%s`", v, binDir, v)
+		}
+	}
 	if cp.log == nil {
 		if cp.logFile, err = os.Create(filepath.Join(dir, "controlplane.log")); err != nil {
 			return nil, err
@@ -157,25 +175,26 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	}
 	certDir := filepath.Join(cp.Dir, "certs")
 	cp.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	cp.apiserver, err = StartProcess(cp.log, filepath.Join(cp.BinDir, "kube-apiserver"),
-		"--etcd-servers="+etcdURL,
+	args := append([]string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[2]),
-		"--cert-dir="+certDir,
-		"--token-auth-file="+filepath.Join(cp.Dir, "tokens.csv"),
+		"--secure-port=" + strconv.Itoa(ports[2]),
+		"--cert-dir=" + certDir,
+		"--token-auth-file=" + filepath.Join(cp.Dir, "tokens.csv"),
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+filepath.Join(cp.Dir, "sa.key"),
-		"--service-account-signing-key-file="+filepath.Join(cp.Dir, "sa.key"),
-		"--service-cluster-ip-range="+serviceClusterCIDR,
+		"--service-account-key-file=" + filepath.Join(cp.Dir, "sa.key"),
+		"--service-account-signing-key-file=" + filepath.Join(cp.Dir, "sa.key"),
+		"--service-cluster-ip-range=" + serviceClusterCIDR,
 		// No kubelets run here, and no controller-manager beyond the
 		// controllers Options name: nothing would create service account
 		// tokens or lift node condition taints.
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-		"--enable-priority-and-fairness="+strconv.FormatBool(cp.fairness),
+		"--enable-priority-and-fairness=" + strconv.FormatBool(cp.fairness),
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
-	)
+	}, cp.apiArgs...)
+	cp.apiserver, err = StartProcess(cp.log, cp.apiBinary, args...)
 	if err != nil {
 		return err
 	}
