@@ -117,31 +117,17 @@ func gangRequests(c state.Candidate, pg *schedv1alpha1.PodGroup, missing int64, 
 // queue's card quota, its alternatives taken in order and freed counted as
 // available; "" when all fit.
 func shortfall(queue string, reqs []cardmodel.Request, cards map[string]state.CardUsage, freed map[string]int64) string {
-	room := map[string]int64{}
-	for m, u := range cards {
-		if u.Listed {
-			room[m] = max(0, u.Capability-u.Allocated+freed[m])
-		}
+	r, short := firstShort(reqs, cards, func(u state.CardUsage, m string) int64 { return u.Capability - u.Allocated + freed[m] })
+	if !short {
+		return ""
 	}
-	for _, r := range reqs {
-		need := r.Count
-		for _, m := range r.Models {
-			take := min(need, room[m])
-			room[m] -= take
-			need -= take
-		}
-		if need == 0 {
-			continue
-		}
-		var used, capability int64
-		for _, m := range r.Models {
-			used += cards[m].Allocated - freed[m]
-			capability += cards[m].Capability
-		}
-		return fmt.Sprintf("queue %s has insufficient %s quota: requested %d, would use %d, capability %d",
-			queue, strings.Join(r.Models, "|"), r.Count, used+r.Count, capability)
+	var used, capability int64
+	for _, m := range r.Models {
+		used += cards[m].Allocated - freed[m]
+		capability += cards[m].Capability
 	}
-	return ""
+	return fmt.Sprintf("queue %s has insufficient %s quota: requested %d, would use %d, capability %d",
+		queue, strings.Join(r.Models, "|"), r.Count, used+r.Count, capability)
 }
 
 // guaranteeShortfall says, for a gang whose min would be charged as
@@ -149,10 +135,27 @@ func shortfall(queue string, reqs []cardmodel.Request, cards map[string]state.Ca
 // queue's guarantee of its models less their non-preemptible use; "" when
 // all fit.
 func guaranteeShortfall(k gang.Key, c state.Candidate, missing int, reqs []cardmodel.Request, cards map[string]state.CardUsage) string {
+	r, short := firstShort(reqs, cards, func(u state.CardUsage, _ string) int64 { return u.Guarantee - u.NonPreemptible })
+	if !short {
+		return ""
+	}
+	var used, guarantee int64
+	for _, m := range r.Models {
+		used += cards[m].NonPreemptible
+		guarantee += cards[m].Guarantee
+	}
+	return fmt.Sprintf("gang %s is held: it is %s and its min needs %d more pods; queue %s guarantees %s %d and non-preemptible pods would use %d",
+		k, c.Preemptibility, missing, c.Queue, strings.Join(r.Models, "|"), guarantee, used+r.Count)
+}
+
+// firstShort finds the first request that the room of the queue's listed
+// models (room of each, at least 0) cannot hold, its alternatives taken in
+// order and the room they take gone for later requests.
+func firstShort(reqs []cardmodel.Request, cards map[string]state.CardUsage, roomOf func(state.CardUsage, string) int64) (cardmodel.Request, bool) {
 	room := map[string]int64{}
 	for m, u := range cards {
 		if u.Listed {
-			room[m] = max(0, u.Guarantee-u.NonPreemptible)
+			room[m] = max(0, roomOf(u, m))
 		}
 	}
 	for _, r := range reqs {
@@ -162,16 +165,9 @@ func guaranteeShortfall(k gang.Key, c state.Candidate, missing int, reqs []cardm
 			room[m] -= take
 			need -= take
 		}
-		if need == 0 {
-			continue
+		if need > 0 {
+			return r, true
 		}
-		var used, guarantee int64
-		for _, m := range r.Models {
-			used += cards[m].NonPreemptible
-			guarantee += cards[m].Guarantee
-		}
-		return fmt.Sprintf("gang %s is held: it is %s and its min needs %d more pods; queue %s guarantees %s %d and non-preemptible pods would use %d",
-			k, c.Preemptibility, missing, c.Queue, strings.Join(r.Models, "|"), guarantee, used+r.Count)
 	}
-	return ""
+	return cardmodel.Request{}, false
 }

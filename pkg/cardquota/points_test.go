@@ -17,6 +17,7 @@ import (
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/cardmodel"
 	"cardinal.dev/cardinal/pkg/state"
+	"cardinal.dev/cardinal/pkg/workload"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -368,6 +369,33 @@ func TestShortfall(t *testing.T) {
 			got := shortfall("a", tt.reqs, cards, tt.freed)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("shortfall = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestGuaranteeShortfall: a non-preemptible min fits only the guarantee
+// its models have left beyond their non-preemptible use (SPEC §3.5),
+// whatever capability is left; alternatives share it in order.
+func TestGuaranteeShortfall(t *testing.T) {
+	cards := map[string]state.CardUsage{
+		rtx:  {Listed: true, Guarantee: 2, Capability: 8, Allocated: 6, NonPreemptible: 1},
+		rtxD: {Listed: true, Guarantee: 1, Capability: 8, Allocated: 1, NonPreemptible: 1},
+	}
+	c := state.Candidate{Facts: state.Facts{Queue: "a", Preemptibility: workload.NonPreemptible}, NonPreemptible: true}
+	tests := []struct {
+		name string
+		reqs []cardmodel.Request
+		want string
+	}{
+		{name: "within what the guarantee has left", reqs: []cardmodel.Request{{Models: []string{rtx}, Count: 1}}},
+		{name: "beyond it, though capability is left", reqs: []cardmodel.Request{{Models: []string{rtx, rtxD}, Count: 2}},
+			want: "gang ns/g is held: it is non-preemptible and its min needs 2 more pods; queue a guarantees NVIDIA-GeForce-RTX-4090|NVIDIA-GeForce-RTX-4090-D 3 and non-preemptible pods would use 4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := guaranteeShortfall("ns/g", c, 2, tt.reqs, cards); got != tt.want {
+				t.Errorf("guaranteeShortfall = %q, want %q", got, tt.want)
 			}
 		})
 	}
