@@ -48,12 +48,17 @@ import (
 // process leads the scheduler.
 func Start(ctx context.Context, st *state.State, le componentbaseconfig.LeaderElectionConfiguration) {
 	go func() {
-		logger := klog.FromContext(ctx).WithName("cardinal-controllers")
+		// Nothing here touches klog before the state is attached: Start runs
+		// before kube-scheduler applies its logging options, which replace
+		// klog's global logger without a lock, and a read of it meanwhile
+		// crashed the process (a nil logger, exit status 2). A plugin
+		// attaches the state only once kube-scheduler has set logging up.
 		if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 			return st.Attached(), nil
 		}); err != nil {
 			return
 		}
+		logger := klog.FromContext(ctx).WithName("cardinal-controllers")
 		if le.LeaderElect {
 			logger.Info("Cardinal's status writers start when this process leads the scheduler, as leader_election_master_status reports (keep that metric enabled)", "lease", le.ResourceNamespace+"/"+le.ResourceName)
 			if err := waitLeading(ctx); err != nil {
