@@ -2,8 +2,8 @@ package controllers
 
 import (
 	"context"
+	"runtime"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	componentbaseconfig "k8s.io/component-base/config"
@@ -22,9 +22,10 @@ func TestStartLeavesKlogAloneUntilAttached(t *testing.T) {
 	defer cancel()
 	Start(ctx, state.New(state.DefaultSettings()), componentbaseconfig.LeaderElectionConfiguration{})
 	defer klog.ClearLogger()
-	// What logsapi.ValidateAndApply does meanwhile, for a while.
-	for range 50 {
+	// What logsapi.ValidateAndApply does meanwhile, yielding between
+	// writes so the goroutine Start began gets to run among them.
+	for range 200 {
 		klog.SetLoggerWithOptions(logr.Discard(), klog.ContextualLogger(true))
-		time.Sleep(2 * time.Millisecond)
+		runtime.Gosched()
 	}
 }
