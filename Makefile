@@ -126,7 +126,7 @@ soak: $(CONTROL_PLANE) $(BIN)/kube-controller-manager
 FUZZTIME ?= 10m
 FUZZFLAGS ?=
 FUZZ_TARGETS := ./pkg/cardmodel:FuzzParseNames ./pkg/cardmodel:FuzzParseRequest ./pkg/cardmodel:FuzzQueueCards \
-	./apis/config/scheme:FuzzDecodeArgs ./pkg/state:FuzzQueueSpec ./pkg/workload:FuzzClassify
+	./apis/config/scheme:FuzzDecodeArgs ./pkg/state:FuzzQueueSpec ./pkg/workload:FuzzClassify ./pkg/quota:FuzzDeserved
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "== $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \

@@ -1,6 +1,11 @@
 package quota
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"math"
+	"math/bits"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // QueueShare is what the deserved share of one queue is computed from.
 type QueueShare struct {
@@ -47,8 +52,8 @@ func fill(name corev1.ResourceName, total int64, queues []QueueShare, out map[st
 		if c, ok := q.Capability[name]; ok {
 			upper[i] = min(upper[i], c)
 		}
-		deserved[i] = q.Guarantee[name]
-		remaining -= deserved[i]
+		deserved[i] = max(q.Guarantee[name], 0)
+		remaining = subSat(remaining, deserved[i])
 	}
 	for remaining > 0 {
 		var weight int64
@@ -65,7 +70,7 @@ func fill(name corev1.ResourceName, total int64, queues []QueueShare, out map[st
 			if deserved[i] >= upper[i] {
 				continue
 			}
-			share := remaining * int64(max(q.Weight, 1)) / weight
+			share := mulDiv(remaining, int64(max(q.Weight, 1)), weight)
 			if share == 0 {
 				share = 1 // hand out what rounding leaves, a unit at a time
 			}
@@ -86,4 +91,22 @@ func fill(name corev1.ResourceName, total int64, queues []QueueShare, out map[st
 			out[q.Name][name] = deserved[i]
 		}
 	}
+}
+
+// mulDiv is a*b/c without overflow, for 0 <= a, 0 < b <= c: the product is
+// taken in 128 bits, and the quotient, at most a, fits.
+func mulDiv(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	q, _ := bits.Div64(hi, lo, uint64(c))
+	return int64(q)
+}
+
+// subSat is a-b for b >= 0, stopping at the smallest int64 rather than
+// wrapping round: guarantees that add up past what int64 holds leave
+// nothing to share.
+func subSat(a, b int64) int64 {
+	if a < math.MinInt64+b {
+		return math.MinInt64
+	}
+	return a - b
 }
