@@ -246,20 +246,3 @@ func (n Node) Charge(requests map[corev1.ResourceName]int64) map[string]int64 {
 	}
 	return out
 }
-
-// podRequest is the effective request of one extended resource: the larger of
-// the sum over containers and the largest init container.
-func podRequest(pod *corev1.Pod, name corev1.ResourceName) int64 {
-	var sum, initMax int64
-	for i := range pod.Spec.Containers {
-		if q, ok := pod.Spec.Containers[i].Resources.Requests[name]; ok {
-			sum += q.Value()
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if q, ok := pod.Spec.InitContainers[i].Resources.Requests[name]; ok && q.Value() > initMax {
-			initMax = q.Value()
-		}
-	}
-	return max(sum, initMax)
-}

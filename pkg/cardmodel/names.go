@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // maxNameLength bounds one model name, as the Queue CRD does.
@@ -98,27 +99,48 @@ func IsCardResource(name corev1.ResourceName) bool {
 	return IsSubCardResource(name) || isAcceleratorResource(string(name))
 }
 
-// CardRequests is what a pod asks for in card resources, by resource;
-// isCard says which resources are cards.
+// CardRequests is what a pod asks for in card resources, by resource, as
+// Kubernetes counts a pod's request (SPEC §4.1): containers, init
+// containers, restartable init containers (sidecars) on top, and pod
+// overhead. isCard says which resources are cards.
 func CardRequests(pod *corev1.Pod, isCard func(corev1.ResourceName) bool) map[corev1.ResourceName]int64 {
+	if !asksForCards(pod, isCard) {
+		return nil // most pods: no need to add up the rest
+	}
 	var out map[corev1.ResourceName]int64
-	add := func(c *corev1.Container) {
-		for name := range c.Resources.Requests {
-			if isCard(name) {
-				if out == nil {
-					out = map[corev1.ResourceName]int64{}
-				}
-				out[name] = podRequest(pod, name)
+	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		if isCard(name) && !q.IsZero() {
+			if out == nil {
+				out = map[corev1.ResourceName]int64{}
 			}
+			out[name] = q.Value()
 		}
 	}
+	return out
+}
+
+// asksForCards tells whether any container of pod, or its overhead, names
+// a card resource.
+func asksForCards(pod *corev1.Pod, isCard func(corev1.ResourceName) bool) bool {
+	names := func(l corev1.ResourceList) bool {
+		for name := range l {
+			if isCard(name) {
+				return true
+			}
+		}
+		return false
+	}
 	for i := range pod.Spec.Containers {
-		add(&pod.Spec.Containers[i])
+		if names(pod.Spec.Containers[i].Resources.Requests) {
+			return true
+		}
 	}
 	for i := range pod.Spec.InitContainers {
-		add(&pod.Spec.InitContainers[i])
+		if names(pod.Spec.InitContainers[i].Resources.Requests) {
+			return true
+		}
 	}
-	return out
+	return names(pod.Spec.Overhead)
 }
 
 // Annotation returns the value of key, or of its alias when key is absent,

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -294,11 +295,10 @@ func (c *Cluster) cardModels(pod *corev1.Pod) string {
 		return ""
 	}
 	var models []string
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	for _, card := range n.Cards {
-		for _, ctr := range pod.Spec.Containers {
-			if q, ok := ctr.Resources.Requests[card.Resource]; ok && !q.IsZero() && !slices.Contains(models, card.Model) {
-				models = append(models, card.Model)
-			}
+		if q, ok := req[card.Resource]; ok && !q.IsZero() && !slices.Contains(models, card.Model) {
+			models = append(models, card.Model)
 		}
 	}
 	return strings.Join(models, ", ")

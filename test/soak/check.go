@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
@@ -93,7 +94,7 @@ func (l *ledger) seen(p *corev1.Pod) {
 	}
 	l.boundTo[p.UID] = p.Spec.NodeName
 	for r, m := range l.nodeModels[p.Spec.NodeName] {
-		if q, ok := p.Spec.Containers[0].Resources.Requests[r]; ok && !q.IsZero() {
+		if q, ok := podRequests(p)[r]; ok && !q.IsZero() {
 			l.model[p.UID] = m
 		}
 	}
@@ -147,6 +148,12 @@ func (c *checker) check(s snapshot, now time.Time) []string {
 	return out
 }
 
+// podRequests is a pod's request as Kubernetes counts it (sidecars and
+// overhead included), as Cardinal must charge it (SPEC §4.1).
+func podRequests(p *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+}
+
 // bound tells whether a pod holds its node: bound and not finished.
 func bound(p *corev1.Pod) bool {
 	return p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
@@ -164,7 +171,7 @@ func (c *checker) usage(s snapshot) (cpu map[string]int64, cards map[string]map[
 			continue
 		}
 		q := p.Namespace // each queue has a namespace of its own name
-		req := p.Spec.Containers[0].Resources.Requests
+		req := podRequests(p)
 		cpu[q] += req.Cpu().MilliValue()
 		m, ok := c.ledger.model[p.UID]
 		if !ok {
