@@ -8,13 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
+	"cardinal.dev/cardinal/pkg/evict"
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/state"
 )
@@ -99,8 +98,11 @@ func (p *Plugin) actuate(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 	logger := klog.FromContext(ctx)
 	p.handle.Parallelizer().Until(ctx, len(victims), func(i int) {
 		v := victims[i]
-		if err := p.evict(ctx, v.pod, v.why); err != nil {
-			logger.Error(err, "Evicting for a preemptor", "victim", klog.KObj(v.pod), "preemptor", who(pre, pod))
+		if err := p.evictWithRetries(ctx, v.pod, v.why); err != nil {
+			logger.Error(err, "Evicting for a preemptor failed; the room made for it is given up", "victim", klog.KObj(v.pod), "preemptor", who(pre, pod))
+			p.state.EvictionFailed(pre.Key, v.pod.UID)
+			p.handle.EventRecorder().Eventf(v.pod, pod, corev1.EventTypeWarning, "EvictionFailed", "Preempting",
+				"evicting it for %s failed: %v; it keeps running, and %s will try again", who(pre, pod), err, who(pre, pod))
 			return
 		}
 		recordEviction(v.reclaim)
@@ -123,6 +125,12 @@ func (p *Plugin) actuate(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 	p.recordEvents(pod, pre, res, victims)
 }
 
+// evictWithRetries evicts a victim, trying again with backoff while the API
+// calls fail (SPEC §5.8). The error is the last attempt's.
+func (p *Plugin) evictWithRetries(ctx context.Context, victim *corev1.Pod, why string) error {
+	return evict.WithRetries(ctx, victim, func(ctx context.Context) error { return p.evict(ctx, victim, why) })
+}
+
 // evict rejects a victim in memory when it is not bound yet, else marks it
 // a disruption target and deletes it.
 func (p *Plugin) evict(ctx context.Context, victim *corev1.Pod, why string) error {
@@ -132,23 +140,7 @@ func (p *Plugin) evict(ctx context.Context, victim *corev1.Pod, why string) erro
 	if pb := p.handle.GetPodInPreBind(victim.UID); pb != nil && pb.CancelPod(why) {
 		return nil
 	}
-	cond := &corev1.PodCondition{
-		Type:               corev1.DisruptionTarget,
-		Status:             corev1.ConditionTrue,
-		Reason:             corev1.PodReasonPreemptionByScheduler,
-		Message:            why,
-		LastTransitionTime: metav1.Now(),
-	}
-	status := victim.Status.DeepCopy()
-	if podutil.UpdatePodCondition(status, cond) {
-		if err := schedutil.PatchPodStatus(ctx, p.handle.ClientSet(), victim.Name, victim.Namespace, &victim.Status, status); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-	}
-	if err := schedutil.DeletePod(ctx, p.handle.ClientSet(), victim); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
+	return evict.Pod(ctx, p.handle.ClientSet(), victim, why)
 }
 
 // recordEvents tells each victim gang's PodGroup what it lost and why, and

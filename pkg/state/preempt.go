@@ -254,6 +254,22 @@ func (s *State) victimGoneLocked(uid types.UID) {
 	}
 }
 
+// EvictionFailed ends the preemption a victim was evicted for when the
+// eviction could not be made, even with retries: the victim still runs, so
+// it is not counted as going, the room kept for the preemptor is given up,
+// and its members are woken to try again (SPEC §5.8).
+func (s *State) EvictionFailed(key string, victim types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.victimOf[victim] != key {
+		return // gone meanwhile, or the preemption already ended
+	}
+	if pr := s.preemptions[key]; pr != nil {
+		s.endPreemptionLocked(pr, true)
+		s.activateLocked(slices.Values(pr.members))
+	}
+}
+
 // endPreemptionLocked forgets a preemption. With dropNominations, the members
 // that did not take their room lose their nomination too, so the room is
 // not held for them any more by kube-scheduler's nominator either.
