@@ -123,7 +123,7 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 	if s.settings.ReadOnly {
 		fw = discard{}
 	}
-	go s.out.run(ctx, fw)
+	go s.runOutbox(ctx, fw)
 	started := time.Now()
 	go func() {
 		// Pods turned away before the state synced are woken as soon as it has.
@@ -137,6 +137,18 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 		wait.Until(s.tick, tickEvery, ctx.Done())
 	}()
 	return nil
+}
+
+// runOutbox does what the state queued for the framework, once every
+// informer feeding it has synced. kube-scheduler sets its frameworks' pod
+// activator after it builds them (and so after Attach) and starts its
+// informers after that: a wake-up done before they synced could reach a
+// framework with no activator yet.
+func (s *State) runOutbox(ctx context.Context, fw Framework) {
+	if s.WaitForSync(ctx) != nil {
+		return
+	}
+	s.out.run(ctx, fw)
 }
 
 // KubeConfig is the scheduler's client configuration (JSON, for custom
