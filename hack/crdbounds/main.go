@@ -53,6 +53,9 @@ func bound(path string) error {
 			}
 			item["maxLength"] = quantityMaxLength
 		}
+		if err := boundSelector(get(props, "namespaceSelector")); err != nil {
+			return fmt.Errorf("%s: spec.namespaceSelector: %w", path, err)
+		}
 	}
 	out, err := yaml.Marshal(crd)
 	if err != nil {
@@ -62,6 +65,46 @@ func bound(path string) error {
 	b.WriteString("---\n")
 	b.Write(out)
 	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// Bounds of a label selector, far beyond any real one: without them the
+// apiserver prices the CEL rules over its expressions as unbounded.
+const (
+	selectorMaxExpressions = 64
+	selectorMaxValues      = 256
+	labelKeyMaxLength      = 317 // prefix (253) + "/" + name (63)
+	labelValueMaxLength    = 63
+)
+
+// boundSelector bounds a metav1.LabelSelector's lists and strings.
+func boundSelector(sel any) error {
+	exprs, ok := get(sel, "properties", "matchExpressions").(map[string]any)
+	if !ok {
+		return fmt.Errorf("no matchExpressions schema")
+	}
+	exprs["maxItems"] = selectorMaxExpressions
+	props, ok := get(exprs, "items", "properties").(map[string]any)
+	if !ok {
+		return fmt.Errorf("no matchExpressions item schema")
+	}
+	for key, max := range map[string]int{"key": labelKeyMaxLength, "operator": 16} {
+		if f, ok := props[key].(map[string]any); ok {
+			f["maxLength"] = max
+		}
+	}
+	if values, ok := props["values"].(map[string]any); ok {
+		values["maxItems"] = selectorMaxValues
+		if item, ok := values["items"].(map[string]any); ok {
+			item["maxLength"] = labelValueMaxLength
+		}
+	}
+	if labels, ok := get(sel, "properties", "matchLabels").(map[string]any); ok {
+		labels["maxProperties"] = selectorMaxExpressions
+		if item, ok := labels["additionalProperties"].(map[string]any); ok {
+			item["maxLength"] = labelValueMaxLength
+		}
+	}
+	return nil
 }
 
 // get walks nested maps by key, nil where one is missing.

@@ -32,6 +32,9 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	}
 	k := v.Key
 	c := p.state.Candidate(pod)
+	if c.Denied != "" {
+		return nil // CardinalQueue's PreFilter refuses it, with an event
+	}
 	cards := p.state.Cards(c.Queue)
 	var msg string
 	reqs, err := gangRequests(c, v.Group, int64(missing), cards)

@@ -53,6 +53,7 @@ func queueTable(rows []inspect.QueueRow) *metav1.Table {
 		{Name: "Non-preemptible", Type: "string", Priority: 1},
 		{Name: "Weight", Type: "integer", Priority: 1},
 		{Name: "Reclaimable", Type: "boolean", Priority: 1},
+		{Name: "Namespaces", Type: "string", Priority: 1, Description: "the namespaces whose pods may use the queue (its namespaceSelector); * for all"},
 	}}
 	for _, r := range rows {
 		res := r.Resource
@@ -64,7 +65,7 @@ func queueTable(rows []inspect.QueueRow) *metav1.Table {
 			capability = "-"
 		}
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-			r.Queue, res, r.Guarantee, r.Deserved, r.Allocated, capability, r.Pending, r.Borrowed, r.Elastic, r.NonPreemptible, r.Weight, r.Reclaimable,
+			r.Queue, res, r.Guarantee, r.Deserved, r.Allocated, capability, r.Pending, r.Borrowed, r.Elastic, r.NonPreemptible, r.Weight, r.Reclaimable, r.Namespaces,
 		}})
 	}
 	return t

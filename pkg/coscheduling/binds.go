@@ -6,8 +6,11 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/gang"
 )
 
@@ -75,4 +78,30 @@ func (p *Plugin) releaseSlot(cs fwk.CycleState) {
 			<-p.binds
 		}
 	}
+}
+
+// Bind binds the pod as kube-scheduler's DefaultBinder does, in one API
+// call, and writes on it, in that call, how Cardinal placed it: its queue
+// and whether it was placed as non-preemptible work (the annotation
+// cardinal.dev/placed-as), so the books are kept as they were decided
+// across relabels and restarts (SPEC §3.7). A pod the state has not placed
+// is left to the next binder.
+func (p *Plugin) Bind(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	placedAs, ok := p.state.PlacedAs(pod)
+	if !ok {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			Annotations: map[string]string{v1alpha1.PlacedAsAnnotation: placedAs}},
+		Target: corev1.ObjectReference{Kind: "Node", Name: nodeName},
+	}
+	if c := p.handle.APICacher(); c != nil {
+		onFinish, err := c.BindPod(binding)
+		if err != nil {
+			return fwk.AsStatus(err)
+		}
+		return fwk.AsStatus(c.WaitOnFinish(ctx, onFinish))
+	}
+	return fwk.AsStatus(schedutil.BindPod(ctx, p.handle.ClientSet(), binding))
 }

@@ -43,6 +43,7 @@ var (
 	_ fwk.PermitPlugin      = &Plugin{}
 	_ fwk.PreBindPlugin     = &Plugin{}
 	_ fwk.PostBindPlugin    = &Plugin{}
+	_ fwk.BindPlugin        = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 )
 

@@ -30,8 +30,8 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	k := v.Key
 	c := p.state.Candidate(pod)
 	u := p.state.QuotaUsage(c.Queue)
-	if !u.Exists {
-		return nil // PreFilter says the queue is missing, with an event
+	if !u.Exists || c.Denied != "" {
+		return nil // PreFilter says the queue is missing or not the namespace's, with an event
 	}
 	msg := heldReason(k, v, missing, c, u, func() state.Freeable { return p.state.FreeableInQueue(pod, c.Queue) })
 	if msg == "" {

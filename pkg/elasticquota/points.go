@@ -80,6 +80,12 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"queue %s does not exist: create it, or set the label cardinal.dev/queue on the pod, its PodGroup or its namespace to an existing queue", c.Queue))
 	}
+	if c.Denied != "" {
+		if !simulating {
+			p.state.WaitForRoom(pod, c.Queue, false) // woken when the namespace or the Queue changes
+		}
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, c.Denied)
+	}
 	s := &stateData{
 		queue: c.Queue, request: c.Request, nonPreemptible: c.NonPreemptible,
 		guarantee: u.Guarantee, capability: u.Capability, allocated: u.Allocated, nonPreemptibleUse: u.NonPreemptible,

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -25,11 +26,14 @@ type QueueRow struct {
 	Card        bool   `json:"card,omitempty"`
 	Weight      int32  `json:"weight"`
 	Reclaimable bool   `json:"reclaimable"`
-	Guarantee   string `json:"guarantee"`
-	Deserved    string `json:"deserved"`
-	Allocated   string `json:"allocated"`
-	Capability  string `json:"capability"`
-	Pending     string `json:"pending"`
+	// Namespaces is the queue's namespaceSelector in words; "*" when every
+	// namespace may use it (SPEC §1.1).
+	Namespaces string `json:"namespaces"`
+	Guarantee  string `json:"guarantee"`
+	Deserved   string `json:"deserved"`
+	Allocated  string `json:"allocated"`
+	Capability string `json:"capability"`
+	Pending    string `json:"pending"`
 	// Borrowed is what it uses beyond its deserved share: what queues
 	// below theirs may reclaim.
 	Borrowed       string `json:"borrowed"`
@@ -45,7 +49,10 @@ func Queues(st *state.State) []QueueRow {
 	var rows []QueueRow
 	for _, qs := range statuses {
 		u := qs.Usage
-		base := QueueRow{Queue: qs.Queue.Name, Weight: max(qs.Queue.Spec.Weight, 1), Reclaimable: ptr.Deref(qs.Queue.Spec.Reclaimable, true)}
+		base := QueueRow{Queue: qs.Queue.Name, Weight: max(qs.Queue.Spec.Weight, 1), Reclaimable: ptr.Deref(qs.Queue.Spec.Reclaimable, true), Namespaces: "*"}
+		if sel := qs.Queue.Spec.NamespaceSelector; sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0) {
+			base.Namespaces = metav1.FormatLabelSelector(sel)
+		}
 		names := map[corev1.ResourceName]bool{}
 		for _, r := range []quota.Resources{u.Guarantee, u.Capability, u.Allocated, u.Pending, u.Deserved} {
 			for n := range r {

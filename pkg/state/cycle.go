@@ -94,7 +94,7 @@ func (s *State) candidateLocked(e *podEntry, pod *corev1.Pod) Candidate {
 		i := sort.Search(len(g.placed), func(i int) bool { return !gang.Less(g.placed[i].pod, pod) })
 		if i < m {
 			c.NonPreemptible = true
-			if len(g.placed) >= m {
+			if len(g.placed) >= m && g.placed[m-1].nonPreemptible() {
 				d := g.placed[m-1]
 				c.Displaced = &Charge{Queue: d.Queue, Placed: true, Request: d.Request, Cards: maps.Clone(d.cards), NonPreemptible: true}
 			}

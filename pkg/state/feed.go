@@ -348,7 +348,7 @@ func (s *State) OnQueueGone(q *v1alpha1.Queue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deleteQueueLocked(q.Name)
-	s.forgetReportsLocked("Queue", q.Name, "InvalidCardQuota", "RenamedCardModel")
+	s.forgetReportsLocked("Queue", q.Name, "InvalidCardQuota", "RenamedCardModel", "InvalidNamespaceSelector")
 }
 
 func queueRef(q *v1alpha1.Queue) *corev1.ObjectReference {

@@ -93,7 +93,7 @@ func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 			continue
 		}
 		if e.elastic {
-			if e.Preemptibility != workload.NonPreemptible {
+			if e.bookedPreemptibility() != workload.NonPreemptible {
 				take(e)
 			}
 			continue
@@ -101,7 +101,7 @@ func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 		if !mayPreempt {
 			continue
 		}
-		mayGo := e.Preemptibility == workload.Preemptible && e.Priority < priority
+		mayGo := e.bookedPreemptibility() == workload.Preemptible && e.Priority < priority
 		if e.Gang == "" {
 			if mayGo {
 				take(e)

@@ -165,6 +165,7 @@ func (s *State) setElasticLocked(e *podEntry, elastic bool) {
 	s.chargeLocked(e, -1)
 	e.elastic = elastic
 	s.chargeLocked(e, 1)
+	s.warnKeptPreemptibleLocked(e)
 	if elastic {
 		// Its queue's elastic pods (which give way to mins) and, for a
 		// semi-preemptible gang, its guarantee left to non-preemptible

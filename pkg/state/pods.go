@@ -35,6 +35,10 @@ type Facts struct {
 	CardNames []string
 	// CardNamesErr says why its card-name annotation cannot be read.
 	CardNamesErr error
+	// Denied says why the pod's namespace may not use Queue (its
+	// namespaceSelector, SPEC §1.1), if it may not: such a pod stays
+	// pending and is charged nothing to the queue.
+	Denied string
 }
 
 // podEntry is what the state knows of one pod of Cardinal's profile.
@@ -61,14 +65,43 @@ type podEntry struct {
 	narrowMissed bool
 	// owner are the labels of its top-level owner when its facts were derived.
 	owner map[string]string
+	// placedAs is how a placed pod was booked when it was placed (SPEC
+	// §3.7); nil while pending.
+	placedAs *placement
+}
+
+// placement is the queue a pod was placed in, and whether it was placed as
+// non-preemptible work: it holds for the pod's life, whatever is relabelled
+// after (SPEC §3.7). The binding writes it on the pod (placedas.go), so it
+// is the same after a restart.
+type placement struct {
+	queue          string
+	nonPreemptible bool
 }
 
 func (e *podEntry) placed() bool { return e.node != "" }
 
 // nonPreemptible tells whether the pod is charged as non-preemptible work:
 // non-preemptible pods, and the min members of semi-preemptible gangs
-// (SPEC §5.2), which may use only their queue's guarantee (SPEC §3.5).
+// (SPEC §5.2), which may use only their queue's guarantee (SPEC §3.5). A
+// placed pod is charged so only if it was placed so: a later relabel or
+// role change cannot make running work non-preemptible (SPEC §3.7).
 func (e *podEntry) nonPreemptible() bool {
+	return e.wouldBeNonPreemptible() && (e.placedAs == nil || e.placedAs.nonPreemptible)
+}
+
+// bookedPreemptibility is the pod's preemptibility as preemption must see
+// it: a pod placed as preemptible work stays preemptible whatever it is
+// relabelled (SPEC §3.7).
+func (e *podEntry) bookedPreemptibility() workload.Preemptibility {
+	if e.placedAs != nil && !e.placedAs.nonPreemptible {
+		return workload.Preemptible
+	}
+	return e.Preemptibility
+}
+
+// wouldBeNonPreemptible is nonPreemptible by the pod's labels and role now.
+func (e *podEntry) wouldBeNonPreemptible() bool {
 	return e.Preemptibility == workload.NonPreemptible || (e.Preemptibility == workload.SemiPreemptible && !e.elastic)
 }
 
@@ -76,8 +109,10 @@ func (e *podEntry) nonPreemptible() bool {
 func (s *State) factsLocked(pod *corev1.Pod, ownerLabels map[string]string) Facts {
 	k, _ := gang.Of(pod)
 	pgLabels := s.podGroupLabelsLocked(pod)
+	queue := s.queueOfLocked(pod)
 	f := Facts{
-		Queue:    s.queueOfLocked(pod),
+		Queue:    queue,
+		Denied:   s.deniedLocked(queue, pod.Namespace),
 		Gang:     k,
 		Priority: podPriority(pod),
 		Request:  quota.PodRequests(pod),
@@ -142,14 +177,31 @@ func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string)
 		if e.placed() {
 			s.bindLocked(e)
 		} else {
+			s.chargeLocked(e, -1)
+			s.readPlacementLocked(e)
+			s.chargeLocked(e, 1)
 			s.placeLocked(e, pod.Spec.NodeName, true)
 		}
 	}
 	return e
 }
 
-// setFactsLocked charges a pod anew under changed facts.
+// setFactsLocked charges a pod anew under changed facts. A placed pod stays
+// in the queue it was placed in (SPEC §3.7).
 func (s *State) setFactsLocked(e *podEntry, f Facts) {
+	if e.placedAs != nil && f.Queue != e.placedAs.queue {
+		s.reportLocked(podRef(e.pod), "QueueKept", "Scheduling", fmt.Sprintf(
+			"pod %s/%s was placed in queue %s and stays charged to it until it is gone; queue %s applies to pods placed from now on",
+			e.pod.Namespace, e.pod.Name, e.placedAs.queue, f.Queue))
+		f.Queue = e.placedAs.queue
+		f.Denied = ""
+	} else if e.placedAs != nil {
+		s.reportLocked(podRef(e.pod), "QueueKept", "Scheduling", "")
+	}
+	if e.Denied != "" && f.Denied == "" && f.Queue == e.Queue && s.waitingLocked(e) {
+		// Its namespace may use the queue now.
+		s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
+	}
 	if f.Queue != e.Queue {
 		if e.placed() {
 			s.roomFreedLocked(e.Queue)
@@ -176,6 +228,7 @@ func (s *State) setFactsLocked(e *podEntry, f Facts) {
 		e.cards = s.podCardsLocked(e)
 	}
 	s.chargeLocked(e, 1)
+	s.warnKeptPreemptibleLocked(e)
 }
 
 // removePodLocked forgets a pod: deleted, finished, or no longer Cardinal's.
@@ -210,6 +263,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	}
 	delete(s.parkedElastic, uid)
 	delete(s.deferred, uid)
+	s.forgetReportsLocked("Pod", e.pod.Namespace+"/"+e.pod.Name, "QueueKept", "PreemptibilityKept")
 	if parked := s.parkedGangs[e.Gang]; parked != nil {
 		delete(parked, uid)
 		if len(parked) == 0 {
@@ -245,6 +299,11 @@ func (s *State) placeLocked(e *podEntry, node string, bound bool) {
 	if g := s.gangs[e.Gang]; g != nil {
 		s.insertPlacedLocked(g, e)
 	}
+	if e.placedAs == nil && !bound {
+		// Placed by this scheduler: booked as decided. A pod first seen
+		// bound is booked as its binding recorded (readPlacementLocked).
+		e.placedAs = &placement{queue: e.Queue, nonPreemptible: e.wouldBeNonPreemptible()}
+	}
 	s.chargeLocked(e, 1)
 	if g := s.gangs[e.Gang]; g != nil {
 		s.refreshGangLocked(g)
@@ -267,7 +326,7 @@ func (s *State) unplaceLocked(e *podEntry) {
 	if g != nil {
 		s.removePlacedLocked(g, e)
 	}
-	e.node, e.bound, e.cards, e.elastic = "", false, nil, false
+	e.node, e.bound, e.cards, e.elastic, e.placedAs = "", false, nil, false, nil
 	e.allowed.Store(false)
 	s.chargeLocked(e, 1)
 	s.roomFreedLocked(e.Queue)
@@ -317,6 +376,9 @@ func (s *State) chargeLocked(e *podEntry, sign int64) {
 		} else {
 			r.Sub(e.Request)
 		}
+	}
+	if !e.placed() && e.Denied != "" {
+		return // never charged to a queue its namespace may not use
 	}
 	if !e.placed() {
 		add(q.pending)

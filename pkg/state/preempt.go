@@ -53,6 +53,9 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 		return p, "it is unknown to Cardinal", false
 	}
 	p = Preemptor{Key: PreemptorKeyOf(pod), Gang: e.Gang, Queue: e.Queue, Priority: e.Priority, Pods: []*corev1.Pod{pod}, Missing: 1}
+	if e.Denied != "" {
+		return p, e.Denied, false // nothing of any queue is touched for it (SPEC §1.1)
+	}
 	if ongoing := s.preemptions[p.Key]; ongoing != nil {
 		switch n := ongoing.victims.Len(); {
 		case n == 1:
@@ -142,7 +145,7 @@ func (s *State) PlacedIn(queues ...string) []Placed {
 			}
 			p := Placed{
 				Pod: e.pod, Node: e.node, Queue: e.Queue, Gang: e.Gang, Priority: e.Priority,
-				Preemptibility: e.Preemptibility, Elastic: e.elastic, Bound: e.bound, Request: e.Request, Cards: e.cards,
+				Preemptibility: e.bookedPreemptibility(), Elastic: e.elastic, Bound: e.bound, Request: e.Request, Cards: e.cards,
 			}
 			if g := s.gangs[e.Gang]; g != nil {
 				if _, ok := ranks[e]; !ok {

@@ -2,6 +2,8 @@ package state
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -43,6 +45,10 @@ type queueEntry struct {
 	cards           map[string]*CardUsage
 	// placed are the queue's placed pods, by UID: preemption's victims.
 	placed map[types.UID]*podEntry
+	// selector is its namespaceSelector, nil when every namespace may use
+	// it; selectorText the same in words, for events.
+	selector     labels.Selector
+	selectorText string
 }
 
 func (s *State) queueLocked(name string) *queueEntry {
@@ -94,7 +100,12 @@ func (s *State) upsertQueueLocked(obj *v1alpha1.Queue) error {
 		old.Annotations[v1alpha1.VolcanoCardQuotaAnnotation] != obj.Annotations[v1alpha1.VolcanoCardQuotaAnnotation] {
 		s.roomFreedLocked(obj.Name)
 	}
+	old := q.spec
 	q.spec = obj
+	if old == nil || !apiequality.Semantic.DeepEqual(old.Spec.NamespaceSelector, obj.Spec.NamespaceSelector) {
+		s.setSelectorLocked(q, obj)
+		s.refactPendingLocked(obj.Name)
+	}
 	q.guarantee = quota.FromList(obj.Spec.Guarantee)
 	q.capability = quota.FromList(obj.Spec.Capability)
 	q.setCardQuota(cards)
@@ -107,7 +118,9 @@ func (s *State) upsertQueueLocked(obj *v1alpha1.Queue) error {
 func (s *State) deleteQueueLocked(name string) {
 	if q := s.queues[name]; q != nil {
 		q.spec, q.guarantee, q.capability = nil, nil, nil
+		q.selector, q.selectorText = nil, ""
 		q.setCardQuota(nil)
+		s.refactPendingLocked(name)
 		s.notifyLocked()
 		s.dropQueueIfUnusedLocked(name)
 	}

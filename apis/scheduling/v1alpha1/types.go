@@ -15,6 +15,11 @@ const (
 	CardNameAnnotation = "cardinal.dev/card-name"
 	// CardRequestAnnotation is, on a PodGroup, the whole cards the gang needs in total (JSON).
 	CardRequestAnnotation = "cardinal.dev/card-request"
+	// PlacedAsAnnotation is written on a pod when Cardinal binds it: the
+	// queue it was placed in and whether it was placed as non-preemptible
+	// work, "<queue>/<preemptibility>", so the books are the same after a
+	// restart (SPEC §3.7).
+	PlacedAsAnnotation = "cardinal.dev/placed-as"
 
 	// VolcanoCardNameAnnotation is read as an alias of CardNameAnnotation.
 	VolcanoCardNameAnnotation = "volcano.sh/card.name"
@@ -86,6 +91,14 @@ type QueueSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(r, !quantity(string(self[r])).isLessThan(quantity('0')))",message="capability must not be negative"
 	// +optional
 	Capability corev1.ResourceList `json:"capability,omitempty"`
+
+	// NamespaceSelector names the namespaces whose pods may use this queue;
+	// absent or empty means every namespace. A pod in a namespace it does
+	// not match stays Pending and is charged nothing here (SPEC §1.1).
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="operator must be In, NotIn, Exists or DoesNotExist",fieldPath=".matchExpressions"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="values must be given for In and NotIn, and only for them",fieldPath=".matchExpressions"
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
 	// Cards is the quota per card model, in whole cards or sub-cards. A model
 	// not listed cannot be used by this queue.

@@ -142,6 +142,11 @@ func (in *QueueSpec) DeepCopyInto(out *QueueSpec) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.NamespaceSelector != nil {
+		in, out := &in.NamespaceSelector, &out.NamespaceSelector
+		*out = new(metav1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Cards != nil {
 		in, out := &in.Cards, &out.Cards
 		*out = make([]CardQuota, len(*in))
