@@ -204,12 +204,6 @@ func (s *State) removeForeignLocked(pod *corev1.Pod) {
 	}
 }
 
-// isTerminal tells whether a pod holds nothing any more: it finished, or it
-// is being deleted before it was ever placed. A placed pod being deleted
-// keeps its node and its charge until it is gone, as Kubernetes'
-// ResourceQuota counts it (SPEC §3.7): a long grace period (a checkpoint
-// on SIGTERM) does not free its cards early.
 func isTerminal(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed ||
-		(pod.DeletionTimestamp != nil && pod.Spec.NodeName == "")
+	return pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }

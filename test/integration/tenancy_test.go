@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -183,35 +182,6 @@ func TestSidecarCardsCharged(t *testing.T) {
 	waitPodEvent(t, ns, "s-1", "insufficient NVIDIA-H200 quota: requested 2")
 	neverBound(t, ns, "s-1")
 }
-
-// TestTerminatingPodKeepsCharge: a pod deleted with a long grace period
-// keeps its cards charged until it is gone, so a replacement waits instead
-// of pushing the queue past its capability (SPEC §3.7).
-func TestTerminatingPodKeepsCharge(t *testing.T) {
-	createNodes(t, gpuNodes("termg", 1, 4)...)
-	startScheduler(t)
-	ns := gpuQueue(t, "terminating", 1, 1, true)
-	p := cardPods(ns, "old", "", 1)[0]
-	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
-	createPods(t, p)
-	waitBound(t, ns, "old-0")
-	ctx := context.Background()
-	if err := env.kube.CoreV1().Pods(ns).Delete(ctx, "old-0", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	createPods(t, cardPods(ns, "new", "", 1)...)
-	neverBound(t, ns, "new-0")
-	if got := queueAllocated(t, ns, h200); got != 1 {
-		t.Errorf("while old-0 terminates, the queue shows %d cards allocated, want 1", got)
-	}
-	// Gone for good (a kubelet would confirm it): the room is free.
-	if err := env.kube.CoreV1().Pods(ns).Delete(ctx, "old-0", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
-		t.Fatal(err)
-	}
-	waitBound(t, ns, "new-0")
-}
-
-var _ = time.Second
 
 // refuseDeletes makes kube-apiserver refuse to delete the pods of ns that
 // carry the label refuseDeleteLabel, as a flaky webhook or a lost request
