@@ -38,7 +38,10 @@ func Pod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, why stri
 			return err
 		}
 	}
-	if err := schedutil.DeletePod(ctx, cs, pod); err != nil && !apierrors.IsNotFound(err) {
+	// Only this pod: over the retries, another of the same name (a
+	// StatefulSet's) may have taken its place.
+	err := cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return err
 	}
 	return nil

@@ -444,7 +444,11 @@ func (s *State) forgetReportsLocked(kind, name string, reasons ...string) {
 // object updated all the time (a Queue's status, a node's heartbeat) is not
 // reported each time.
 func (s *State) reportLocked(ref *corev1.ObjectReference, reason, action, msg string) {
-	key := ref.Kind + "/" + ref.Name + "/" + reason
+	name := ref.Name
+	if ref.Namespace != "" {
+		name = ref.Namespace + "/" + ref.Name // as forgetReportsLocked is given it
+	}
+	key := ref.Kind + "/" + name + "/" + reason
 	changed := s.reported[key] != msg
 	if msg == "" {
 		delete(s.reported, key)
