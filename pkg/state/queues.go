@@ -103,8 +103,14 @@ func (s *State) upsertQueueLocked(obj *v1alpha1.Queue) error {
 	old := q.spec
 	q.spec = obj
 	if old == nil || !apiequality.Semantic.DeepEqual(old.Spec.NamespaceSelector, obj.Spec.NamespaceSelector) {
+		selected := q.selector != nil
 		s.setSelectorLocked(q, obj)
-		s.refactPendingLocked(obj.Name)
+		if selected || q.selector != nil {
+			// Some namespace may use it now, or no longer: its pending
+			// pods are judged anew. A Queue added for every namespace,
+			// the common case, walks nothing.
+			s.refactPendingLocked(obj.Name)
+		}
 	}
 	q.guarantee = quota.FromList(obj.Spec.Guarantee)
 	q.capability = quota.FromList(obj.Spec.Capability)
@@ -118,9 +124,12 @@ func (s *State) upsertQueueLocked(obj *v1alpha1.Queue) error {
 func (s *State) deleteQueueLocked(name string) {
 	if q := s.queues[name]; q != nil {
 		q.spec, q.guarantee, q.capability = nil, nil, nil
+		selected := q.selector != nil
 		q.selector, q.selectorText = nil, ""
 		q.setCardQuota(nil)
-		s.refactPendingLocked(name)
+		if selected {
+			s.refactPendingLocked(name)
+		}
 		s.notifyLocked()
 		s.dropQueueIfUnusedLocked(name)
 	}
