@@ -139,18 +139,6 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 	return nil
 }
 
-// runOutbox does what the state queued for the framework, once every
-// informer feeding it has synced. kube-scheduler sets its frameworks' pod
-// activator after it builds them (and so after Attach) and starts its
-// informers after that: a wake-up done before they synced could reach a
-// framework with no activator yet.
-func (s *State) runOutbox(ctx context.Context, fw Framework) {
-	if s.WaitForSync(ctx) != nil {
-		return
-	}
-	s.out.run(ctx, fw)
-}
-
 // KubeConfig is the scheduler's client configuration (JSON, for custom
 // resources), once Attach has run; the status writers use it.
 func (s *State) KubeConfig() *rest.Config {
@@ -430,32 +418,4 @@ func (s *State) OnNodeGone(node *corev1.Node) {
 	defer s.mu.Unlock()
 	s.deleteNodeLocked(node.Name)
 	s.forgetReportsLocked("Node", node.Name, "UnlabelledCards")
-}
-
-// forgetReportsLocked forgets what was reported of an object that is gone.
-func (s *State) forgetReportsLocked(kind, name string, reasons ...string) {
-	for _, r := range reasons {
-		delete(s.reported, kind+"/"+name+"/"+r)
-	}
-}
-
-// reportLocked records the problem last seen with an object ("" is none)
-// and, when it is a new one, tells an operator with a warning event: an
-// object updated all the time (a Queue's status, a node's heartbeat) is not
-// reported each time.
-func (s *State) reportLocked(ref *corev1.ObjectReference, reason, action, msg string) {
-	name := ref.Name
-	if ref.Namespace != "" {
-		name = ref.Namespace + "/" + ref.Name // as forgetReportsLocked is given it
-	}
-	key := ref.Kind + "/" + name + "/" + reason
-	changed := s.reported[key] != msg
-	if msg == "" {
-		delete(s.reported, key)
-	} else {
-		s.reported[key] = msg
-	}
-	if changed && msg != "" {
-		s.eventLocked(ref, corev1.EventTypeWarning, reason, action, msg)
-	}
 }

@@ -47,6 +47,18 @@ func (o *outbox) push(f func(Framework)) {
 	}
 }
 
+// runOutbox does what the state queued for the framework, once every
+// informer feeding it has synced. kube-scheduler sets its frameworks' pod
+// activator after it builds them (and so after Attach) and starts its
+// informers after that: a wake-up done before they synced could reach a
+// framework with no activator yet.
+func (s *State) runOutbox(ctx context.Context, fw Framework) {
+	if s.WaitForSync(ctx) != nil {
+		return
+	}
+	s.out.run(ctx, fw)
+}
+
 // run does what is queued until ctx ends.
 func (o *outbox) run(ctx context.Context, fw Framework) {
 	for {

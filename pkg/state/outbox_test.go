@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -9,39 +10,56 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 
 	"cardinal.dev/cardinal/test/builder"
 )
+
+// activatorFramework is a framework whose pod activator is set only once
+// the informers have synced, as kube-scheduler's is: an Activate before
+// that is a nil dereference in kube-scheduler, counted here.
+type activatorFramework struct {
+	fakeFramework
+	set   *atomic.Bool
+	early atomic.Int32
+}
+
+func (f *activatorFramework) Activate(logger klog.Logger, pods map[string]*corev1.Pod) {
+	if !f.set.Load() {
+		f.early.Add(1)
+	}
+	f.fakeFramework.Activate(logger, pods)
+}
 
 // TestOutboxWaitsForSync: a wake-up queued before the informers synced
 // reaches the framework only after they have, when kube-scheduler has set
 // the framework's pod activator; then it is not lost.
 func TestOutboxWaitsForSync(t *testing.T) {
 	s, _ := newTestState()
-	fw := &fakeFramework{}
 	var synced atomic.Bool
 	s.sources = []func() bool{synced.Load}
+	fw := &activatorFramework{set: &synced}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.runOutbox(ctx, fw)
 	s.mu.Lock()
 	s.activateLocked(slices.Values([]*corev1.Pod{builder.MakePod("ns", "early").Obj()}))
 	s.mu.Unlock()
+	for range 100 {
+		runtime.Gosched() // give the outbox every chance to act too early
+	}
+	synced.Store(true)
 	activated := func() int {
 		fw.mu.Lock()
 		defer fw.mu.Unlock()
 		return len(fw.activated)
 	}
-	// Three of WaitForSync's polls: nothing may be done before the sync.
-	for deadline := time.Now().Add(150 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if n := activated(); n != 0 {
-			t.Fatalf("%d pods activated before the informers synced", n)
-		}
-	}
-	synced.Store(true)
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return activated() == 1, nil
 	}); err != nil {
 		t.Fatalf("the wake-up queued before the sync was lost: %d activated", activated())
+	}
+	if n := fw.early.Load(); n != 0 {
+		t.Errorf("%d wake-ups reached the framework before its activator was set", n)
 	}
 }

@@ -37,3 +37,31 @@ func productLabel(r corev1.ResourceName) string {
 	}
 	return string(r) + ".product"
 }
+
+// forgetReportsLocked forgets what was reported of an object that is gone.
+func (s *State) forgetReportsLocked(kind, name string, reasons ...string) {
+	for _, r := range reasons {
+		delete(s.reported, kind+"/"+name+"/"+r)
+	}
+}
+
+// reportLocked records the problem last seen with an object ("" is none)
+// and, when it is a new one, tells an operator with a warning event: an
+// object updated all the time (a Queue's status, a node's heartbeat) is not
+// reported each time.
+func (s *State) reportLocked(ref *corev1.ObjectReference, reason, action, msg string) {
+	name := ref.Name
+	if ref.Namespace != "" {
+		name = ref.Namespace + "/" + ref.Name // as forgetReportsLocked is given it
+	}
+	key := ref.Kind + "/" + name + "/" + reason
+	changed := s.reported[key] != msg
+	if msg == "" {
+		delete(s.reported, key)
+	} else {
+		s.reported[key] = msg
+	}
+	if changed && msg != "" {
+		s.eventLocked(ref, corev1.EventTypeWarning, reason, action, msg)
+	}
+}
