@@ -72,6 +72,40 @@ func TestQueueValidation(t *testing.T) {
 			queue:     builder.MakeQueue("neg-weight").Weight(-2).Obj(),
 			wantField: "spec.weight",
 		},
+		{
+			name: "namespaceSelector with labels and expressions",
+			queue: withSelector(builder.MakeQueue("nsel-ok").Obj(), &metav1.LabelSelector{
+				MatchLabels: map[string]string{"team": "a"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"gpu"}},
+					{Key: "frozen", Operator: metav1.LabelSelectorOpDoesNotExist},
+				},
+			}),
+		},
+		{
+			name: "namespaceSelector with an unknown operator",
+			queue: withSelector(builder.MakeQueue("nsel-op").Obj(), &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "team", Operator: "Like", Values: []string{"a"}},
+			}}),
+			wantField: "spec.namespaceSelector.matchExpressions",
+			wantMsg:   "operator must be In, NotIn, Exists or DoesNotExist",
+		},
+		{
+			name: "namespaceSelector In without values",
+			queue: withSelector(builder.MakeQueue("nsel-in").Obj(), &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "team", Operator: metav1.LabelSelectorOpIn},
+			}}),
+			wantField: "spec.namespaceSelector.matchExpressions",
+			wantMsg:   "values must be given for In and NotIn, and only for them",
+		},
+		{
+			name: "namespaceSelector Exists with values",
+			queue: withSelector(builder.MakeQueue("nsel-exists").Obj(), &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "team", Operator: metav1.LabelSelectorOpExists, Values: []string{"a"}},
+			}}),
+			wantField: "spec.namespaceSelector.matchExpressions",
+			wantMsg:   "values must be given for In and NotIn, and only for them",
+		},
 	}
 	ctx := context.Background()
 	for _, tc := range tests {
@@ -107,5 +141,10 @@ func TestQueueDefaults(t *testing.T) {
 
 func withCards(q *v1alpha1.Queue, cards ...v1alpha1.CardQuota) *v1alpha1.Queue {
 	q.Spec.Cards = cards
+	return q
+}
+
+func withSelector(q *v1alpha1.Queue, sel *metav1.LabelSelector) *v1alpha1.Queue {
+	q.Spec.NamespaceSelector = sel
 	return q
 }
