@@ -115,15 +115,22 @@ func Load(ctx context.Context, cfg *rest.Config, schedulerConfiguration []byte) 
 	if err != nil {
 		return nil, err
 	}
-	var assigned []*corev1.Pod
-	for _, p := range allPods {
-		if p.Spec.NodeName != "" {
-			assigned = append(assigned, p)
-		}
-	}
 	allNodes, err := nodes.Lister().List(labels.Everything())
 	if err != nil {
 		return nil, err
+	}
+	// Pods bound to a node that is gone are left out, as kube-scheduler's
+	// own snapshot leaves out nodes it knows only from their pods: a
+	// NodeInfo without its node would break the Filter plugins.
+	known := make(map[string]bool, len(allNodes))
+	for _, n := range allNodes {
+		known[n.Name] = true
+	}
+	var assigned []*corev1.Pod
+	for _, p := range allPods {
+		if known[p.Spec.NodeName] {
+			assigned = append(assigned, p)
+		}
 	}
 	snapshot := cache.NewSnapshot(assigned, allNodes)
 

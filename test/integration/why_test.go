@@ -377,3 +377,22 @@ func TestWhyUnlabelledCards(t *testing.T) {
 		t.Errorf("why p: %s\n %q\n %q\nwant\n %q\n %q", a.State, a.Why, a.Fix, want, wantFix)
 	}
 }
+
+// TestWhyWithAPodOnAGoneNode: a pod still bound to a node that was deleted
+// (its kubelet gone before it) neither breaks why nor counts as a node:
+// the answer is the scheduler's, over the nodes that exist.
+func TestWhyWithAPodOnAGoneNode(t *testing.T) {
+	createNodes(t, gpuNodes("whygone", 1, 4)...)
+	startScheduler(t)
+	ns := createGPUNamespace(t, "why-gone")
+	orphan := builder.MakePod(ns, "orphan").SchedulerName("nobody").Obj()
+	orphan.Spec.NodeName = "whygone-deleted"
+	createPods(t, orphan)
+	createPods(t, builder.MakePod(ns, "p").Label("cardinal.dev/queue", "nowhere").Req("cpu", "1").Obj())
+	msg := waitScheduledMessage(t, ns, "p", "does not exist")
+	nodes, _, _ := strings.Cut(msg, ":") // "0/N nodes are available", N the nodes that exist
+	a := why(t, "pod", ns, "p")
+	if a.State != "Waiting" || !strings.HasPrefix(a.Why, nodes+":") || !strings.Contains(a.Why, "queue nowhere does not exist") {
+		t.Errorf("why: state %q, why %q; the scheduler said %q", a.State, a.Why, msg)
+	}
+}
