@@ -222,6 +222,13 @@ func refuseDeletes(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// The namespace's own cleanup deletes its pods next: none may
+		// still be refused, whenever kube-apiserver drops the policy.
+		if pods, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: refuseDeleteLabel}); err == nil {
+			for _, p := range pods.Items {
+				removeLabel(t, ns, p.Name, refuseDeleteLabel)
+			}
+		}
 		_ = ar.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
 		_ = ar.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
 	})
