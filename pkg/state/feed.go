@@ -201,10 +201,16 @@ func (s *State) OnPod(pod *corev1.Pod) {
 		}
 		return
 	}
+	if pod.DeletionTimestamp != nil && pod.Spec.NodeName != "" && !finished(pod) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.terminatingLocked(pod, func() map[string]string { return s.kube.owners.Labels(pod) })
+		return
+	}
 	if isTerminal(pod) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if finished(pod) {
 			s.victimGoneLocked(pod.UID) // finished: its node is free
 		}
 		s.podGoneLocked(pod)
@@ -246,6 +252,9 @@ func (s *State) podGoneLocked(pod *corev1.Pod) {
 		return
 	}
 	s.removePodLocked(pod.UID)
+	if e.terminating {
+		return // it left its gang when its deletion began
+	}
 	if g := s.gangs[e.Gang]; g != nil && g.group != nil && len(g.members) < g.min() {
 		// A member past its PreFilter but not yet reserved must not reserve
 		// either: failLocked ends the attempt it joined.

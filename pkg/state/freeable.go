@@ -89,6 +89,9 @@ func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 			}
 			continue // else its room is kept for another preemptor
 		}
+		if e.terminating {
+			continue // it frees its room when it is gone, not before
+		}
 		if own != "" && e.Gang == own {
 			continue
 		}

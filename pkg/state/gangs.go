@@ -204,6 +204,13 @@ func (s *State) removeForeignLocked(pod *corev1.Pod) {
 	}
 }
 
+// isTerminal tells whether a pod is done with, as far as a gang's members
+// go: finished, or being deleted. A placed pod being deleted still holds its
+// node and charge until it is gone (terminating.go).
 func isTerminal(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	return pod.DeletionTimestamp != nil || finished(pod)
+}
+
+func finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }

@@ -68,6 +68,9 @@ type podEntry struct {
 	// placedAs is how a placed pod was booked when it was placed (SPEC
 	// §3.7); nil while pending.
 	placedAs *placement
+	// terminating: the placed pod is being deleted. It has left its gang
+	// and keeps its node and its charge until it is gone (terminating.go).
+	terminating bool
 }
 
 // placement is the queue a pod was placed in, and whether it was placed as
@@ -189,6 +192,9 @@ func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string)
 // setFactsLocked charges a pod anew under changed facts. A placed pod stays
 // in the queue it was placed in (SPEC §3.7).
 func (s *State) setFactsLocked(e *podEntry, f Facts) {
+	if e.terminating {
+		return // booked as it was until it is gone
+	}
 	if e.placedAs != nil && f.Queue != e.placedAs.queue {
 		s.reportLocked(podRef(e.pod), "QueueKept", "Scheduling", fmt.Sprintf(
 			"pod %s/%s was placed in queue %s and stays charged to it until it is gone; queue %s applies to pods placed from now on",
@@ -326,12 +332,18 @@ func (s *State) unplaceLocked(e *podEntry) {
 	if g != nil {
 		s.removePlacedLocked(g, e)
 	}
+	booked := e.placedAs
 	e.node, e.bound, e.cards, e.elastic, e.placedAs = "", false, nil, false, nil
 	e.allowed.Store(false)
 	s.chargeLocked(e, 1)
 	s.roomFreedLocked(e.Queue)
 	if g != nil {
 		s.refreshGangLocked(g)
+	}
+	if booked != nil {
+		// Pending again, it follows its labels and its namespace's rights
+		// as they are now, not as they were when it was placed.
+		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}
 }
 

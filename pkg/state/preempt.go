@@ -140,8 +140,8 @@ func (s *State) PlacedIn(queues ...string) []Placed {
 			continue
 		}
 		for _, e := range q.placed {
-			if _, victim := s.victimOf[e.pod.UID]; victim {
-				continue // already being evicted
+			if _, victim := s.victimOf[e.pod.UID]; victim || e.terminating {
+				continue // already being evicted, or deleted
 			}
 			p := Placed{
 				Pod: e.pod, Node: e.node, Queue: e.Queue, Gang: e.Gang, Priority: e.Priority,

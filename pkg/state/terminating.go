@@ -1,0 +1,48 @@
+package state
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// terminatingLocked records that a placed pod is being deleted. Like
+// Kubernetes' ResourceQuota, Cardinal keeps charging it until it is gone:
+// a job that checkpoints for ten minutes on SIGTERM still holds its cards,
+// and replacements wait for them rather than push real use past the
+// queue's capability (SPEC §3.7). It leaves its gang at once, though: it
+// is no longer one of the gang's min, so a replacement waits at Permit for
+// the rest of the min as any member does, and the gang's ranks close up.
+// It is no victim for preemption either (PlacedIn, freeable): it is going.
+func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]string) {
+	e := s.pods[pod.UID]
+	if e != nil && e.terminating {
+		e.pod = pod
+		return
+	}
+	// Brought up to date first (bound; or, first seen after a restart,
+	// booked as its binding recorded), then taken out of its gang.
+	e = s.upsertPodLocked(pod, owner)
+	s.chargeLocked(e, -1)
+	elastic := e.elastic
+	s.forgetWaitLocked(e)
+	s.claimDoneLocked(pod.UID)
+	g := s.gangs[e.Gang]
+	if g != nil {
+		if _, ok := g.members[pod.UID]; ok {
+			delete(g.members, pod.UID)
+			g.countQueue(e.Queue, -1)
+		}
+		s.removePlacedLocked(g, e)
+	}
+	e.terminating, e.elastic = true, elastic // charged as it was booked
+	s.chargeLocked(e, 1)
+	if g == nil {
+		return
+	}
+	if g.group != nil && len(g.members) < g.min() {
+		// Members waiting at Permit cannot complete without it.
+		s.failLocked(g, fmt.Sprintf("it has %d of its minMember %d pods left", len(g.members), g.min()), false)
+	}
+	s.refreshGangLocked(g)
+}
