@@ -16,6 +16,10 @@ type CardinalGangArgs struct {
 	// PodGroupBackoffSeconds is how long a gang that failed is kept out of
 	// scheduling before it is tried again.
 	PodGroupBackoffSeconds int64
+	// StaleGangSeconds is how long, beyond PermitWaitingTimeSeconds, a gang
+	// may stay bound below its min before its bound pods are evicted so
+	// their cards do not sit idle; 0 turns this off.
+	StaleGangSeconds int64
 }
 
 // CardinalQueueArgs are the arguments of the queue quota plugin (pkg/elasticquota).

@@ -1,6 +1,7 @@
 // Package controllers runs Cardinal's status writers inside the scheduler's
 // process: Queue status from the scheduler's own numbers (pkg/queuestatus)
-// and PodGroup status from its pods (pkg/podgroupstatus).
+// and PodGroup status from its pods (pkg/podgroupstatus); and the reaper of
+// gangs left bound below their min (pkg/stalegang).
 //
 // They follow the scheduler's own leader election: with it off they start
 // at once; with it on they start once this process holds the scheduler's
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	componentbaseconfig "k8s.io/component-base/config"
@@ -39,6 +41,7 @@ import (
 	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
 	"cardinal.dev/cardinal/pkg/podgroupstatus"
 	"cardinal.dev/cardinal/pkg/queuestatus"
+	"cardinal.dev/cardinal/pkg/stalegang"
 	"cardinal.dev/cardinal/pkg/state"
 )
 
@@ -159,6 +162,13 @@ func run(ctx context.Context, st *state.State) error {
 		return err
 	}
 	if err := mgr.Add(&queuestatus.Writer{State: st, Client: queues}); err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(st.KubeConfig())
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(&stalegang.Reaper{State: st, Client: kube, Pods: mgr.GetClient()}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -30,12 +30,28 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 
+	// StaleGangs counts gangs found bound below their min for too long
+	// that gave back what they held (SPEC §2.6), and StaleGangPods the
+	// pods evicted for it.
+	StaleGangs = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "cardinal",
+		Name:           "stale_gangs_given_back_total",
+		Help:           "Gangs found bound below their minMember for longer than the Permit wait plus staleGangSeconds, whose bound pods were evicted.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	StaleGangPods = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "cardinal",
+		Name:           "stale_gang_evictions_total",
+		Help:           "Pods evicted because their gang stayed bound below its minMember.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	registerOnce sync.Once
 )
 
 // Register adds the metrics to the registry /metrics serves, once.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(GangWait, AdmissionsHeld)
+		legacyregistry.MustRegister(GangWait, AdmissionsHeld, StaleGangs, StaleGangPods)
 	})
 }

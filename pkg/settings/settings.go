@@ -159,6 +159,9 @@ func FromConfiguration(cfg *schedconfig.KubeSchedulerConfiguration) (Config, err
 	out.State.PreemptibleBelowPriority = preemption.PreemptibleBelowPriority
 	out.State.CardUnlimitedCPUMemory = cards.CardUnlimitedCPUMemory
 	out.State.GangBackoff = time.Duration(gang.PodGroupBackoffSeconds) * time.Second
+	if gang.StaleGangSeconds > 0 {
+		out.State.StaleGangAfter = time.Duration(gang.PermitWaitingTimeSeconds+gang.StaleGangSeconds) * time.Second
+	}
 	out.State.CardRoomFirst = fitChecksEveryResource(cfg, p, args[fitPlugin])
 	return out, nil
 }

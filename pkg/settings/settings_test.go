@@ -68,7 +68,7 @@ func TestFromFlags(t *testing.T) {
     args: {preemptibleBelowPriority: 50}
   - name: CardinalGang
     args: {podGroupBackoffSeconds: 3}
-`, want: state.Settings{SchedulerName: "cardinal-scheduler", DefaultQueue: "batch", PreemptibleBelowPriority: 50, CardUnlimitedCPUMemory: true, GangBackoff: 3 * time.Second, CardRoomFirst: true}, enabled: true},
+`, want: state.Settings{SchedulerName: "cardinal-scheduler", DefaultQueue: "batch", PreemptibleBelowPriority: 50, CardUnlimitedCPUMemory: true, GangBackoff: 3 * time.Second, StaleGangAfter: 2 * time.Minute, CardRoomFirst: true}, enabled: true},
 		{name: "NodeResourcesFit ignoring a resource: the card Filter leaves room to it", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
   - name: NodeResourcesFit
     args: {ignoredResources: [example.com/foo]}

@@ -325,7 +325,9 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 	}
 	g.admissible = admissible
 	s.observeMinBoundLocked(g)
+	s.watchBelowMinLocked(g)
 	if g.empty() {
+		s.belowMin.Delete(k)
 		delete(s.gangs, k)
 		delete(s.parkedGangs, k)
 		delete(s.notedGangs, k)

@@ -50,6 +50,10 @@ type gangEntry struct {
 	// those that join later too, are tried on every node until its min is
 	// bound (narrow.go).
 	narrowMissed bool
+	// belowMinSince is when the gang was found bound below its min, with
+	// none of its placed pods waiting to bind; zero while it is not
+	// (stale.go).
+	belowMinSince time.Time
 }
 
 // min is the number of placed pods below which the gang waits at Permit.

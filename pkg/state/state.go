@@ -62,6 +62,10 @@ type Settings struct {
 	CardUnlimitedCPUMemory bool
 	// GangBackoff is how long a gang that failed waits before it is tried again.
 	GangBackoff time.Duration
+	// StaleGangAfter is how long a gang may stay bound below its min before
+	// it gives back what it holds (SPEC §2.6): the Permit wait plus
+	// staleGangSeconds; 0 leaves such gangs alone.
+	StaleGangAfter time.Duration
 	// CardRoomFirst lets the card Filter refuse a node without room for a
 	// pod's cards itself, so that NodeResourcesFit's slower Filter is not
 	// run on it: only while NodeResourcesFit would refuse the same node
@@ -81,6 +85,7 @@ func DefaultSettings() Settings {
 		DefaultQueue:             v1alpha1.DefaultQueueName,
 		PreemptibleBelowPriority: configv1.DefaultPreemptibleBelowPriority,
 		GangBackoff:              time.Duration(configv1.DefaultPodGroupBackoffSeconds) * time.Second,
+		StaleGangAfter:           time.Duration(configv1.DefaultPermitWaitingTimeSeconds+configv1.DefaultStaleGangSeconds) * time.Second,
 	}
 }
 
@@ -121,8 +126,10 @@ type State struct {
 	deserved deservedCache
 
 	// Gang assembly (assembly.go).
-	assembling    sets.Set[gang.Key]
-	needMin       sets.Set[gang.Key]
+	assembling sets.Set[gang.Key]
+	needMin    sets.Set[gang.Key]
+	// belowMin are the gangs bound below their min (stale.go).
+	belowMin      sets.Set[gang.Key]
 	parkedGangs   map[gang.Key]map[types.UID]*corev1.Pod
 	parkedElastic map[types.UID]*corev1.Pod
 	// deferred are gang pods turned away by admission before the state synced.
@@ -216,6 +223,7 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		modelLists:       map[cardKey][]string{},
 		assembling:       sets.New[gang.Key](),
 		needMin:          sets.New[gang.Key](),
+		belowMin:         sets.New[gang.Key](),
 		parkedGangs:      map[gang.Key]map[types.UID]*corev1.Pod{},
 		parkedElastic:    map[types.UID]*corev1.Pod{},
 		deferred:         map[types.UID]*corev1.Pod{},

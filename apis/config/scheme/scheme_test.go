@@ -52,7 +52,7 @@ func TestShippedConfigDecodesStrictly(t *testing.T) {
 		t.Errorf("leader election %+v, want on with lease cardinal-scheduler", cfg.LeaderElection)
 	}
 	want := map[string]runtime.Object{
-		"CardinalGang":       &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10},
+		"CardinalGang":       &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10, StaleGangSeconds: 60},
 		"CardinalQueue":      &config.CardinalQueueArgs{DefaultQueue: "default"},
 		"CardinalCardQuota":  &config.CardinalCardQuotaArgs{CardUnlimitedCPUMemory: false},
 		"CardinalPreemption": &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100},
@@ -128,7 +128,7 @@ profiles:
 		t.Fatal(err)
 	}
 	want := map[string]runtime.Object{
-		"CardinalGang":       &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10},
+		"CardinalGang":       &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10, StaleGangSeconds: 60},
 		"CardinalQueue":      &config.CardinalQueueArgs{DefaultQueue: "default"},
 		"CardinalCardQuota":  &config.CardinalCardQuotaArgs{},
 		"CardinalPreemption": &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100},

@@ -12,6 +12,7 @@ import (
 const (
 	DefaultPermitWaitingTimeSeconds int64 = 60
 	DefaultPodGroupBackoffSeconds   int64 = 10
+	DefaultStaleGangSeconds         int64 = 60
 	DefaultPreemptibleBelowPriority int32 = 100
 )
 
@@ -22,6 +23,9 @@ func SetDefaults_CardinalGangArgs(obj *CardinalGangArgs) {
 	}
 	if obj.PodGroupBackoffSeconds == nil {
 		obj.PodGroupBackoffSeconds = ptr.To(DefaultPodGroupBackoffSeconds)
+	}
+	if obj.StaleGangSeconds == nil {
+		obj.StaleGangSeconds = ptr.To(DefaultStaleGangSeconds)
 	}
 }
 

@@ -16,6 +16,11 @@ type CardinalGangArgs struct {
 	// PodGroupBackoffSeconds is how long a gang that failed is kept out of
 	// scheduling before it is tried again. Default 10.
 	PodGroupBackoffSeconds *int64 `json:"podGroupBackoffSeconds,omitempty"`
+	// StaleGangSeconds is how long, beyond PermitWaitingTimeSeconds, a gang
+	// may stay bound below its min (after a crash mid-bind, a failed bind,
+	// or members lost) before its bound pods are evicted so their cards do
+	// not sit idle. 0 turns this off. Default 60.
+	StaleGangSeconds *int64 `json:"staleGangSeconds,omitempty"`
 }
 
 // CardinalQueueArgs are the arguments of the queue quota plugin.

@@ -109,6 +109,9 @@ func autoConvert_v1_CardinalGangArgs_To_config_CardinalGangArgs(in *CardinalGang
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.PodGroupBackoffSeconds, &out.PodGroupBackoffSeconds, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.StaleGangSeconds, &out.StaleGangSeconds, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -122,6 +125,9 @@ func autoConvert_config_CardinalGangArgs_To_v1_CardinalGangArgs(in *config.Cardi
 		return err
 	}
 	if err := metav1.Convert_int64_To_Pointer_int64(&in.PodGroupBackoffSeconds, &out.PodGroupBackoffSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.StaleGangSeconds, &out.StaleGangSeconds, s); err != nil {
 		return err
 	}
 	return nil

@@ -43,6 +43,14 @@ func ValidateCardinalGangArgs(path *field.Path, args *config.CardinalGangArgs) e
 		errs = append(errs, field.Invalid(path.Child("podGroupBackoffSeconds"), args.PodGroupBackoffSeconds,
 			fmt.Sprintf("must be at most %d, the longest wait a duration holds", maxSeconds)))
 	}
+	switch {
+	case args.StaleGangSeconds < 0:
+		errs = append(errs, field.Invalid(path.Child("staleGangSeconds"), args.StaleGangSeconds,
+			"must not be negative; use 0 to leave gangs bound below their min alone"))
+	case args.StaleGangSeconds > maxSeconds-maxPermitSeconds:
+		errs = append(errs, field.Invalid(path.Child("staleGangSeconds"), args.StaleGangSeconds,
+			fmt.Sprintf("must be at most %d: with the Permit wait, the longest wait a duration holds", maxSeconds-maxPermitSeconds)))
+	}
 	return errs.ToAggregate()
 }
 

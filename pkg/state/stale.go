@@ -1,0 +1,94 @@
+package state
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/pkg/gang"
+)
+
+// A gang bound below its min holds cards it cannot use: a crash mid-bind,
+// a bind that failed after others of its min bound, members deleted or
+// failed and not replaced. Found so for longer than the Permit wait plus
+// staleGangSeconds, it gives back what it holds (SPEC §2.6): its bound
+// pods are evicted, leader only (pkg/stalegang). Members that finished
+// their work count towards its min; elastic gangs at or above min are
+// never touched.
+
+// StaleGang is a gang found bound below its min for too long.
+type StaleGang struct {
+	Key   gang.Key
+	Group *schedv1alpha1.PodGroup
+	Min   int
+	// Bound counts its bound pods.
+	Bound int
+	Since time.Time
+	// Pods are its bound pods, to evict.
+	Pods []*corev1.Pod
+}
+
+// Note says in words why the gang gives back what it holds.
+func (g StaleGang) Note(now time.Time) string {
+	return fmt.Sprintf("gang %s has had %d of its minMember %d pods bound for %s: its bound pods are evicted so that their cards do not sit idle; the gang is placed again whole when its pods are recreated",
+		g.Key, g.Bound, g.Min, now.Sub(g.Since).Round(time.Second))
+}
+
+// watchBelowMinLocked notes when a gang is found bound below its min, and
+// forgets it when it is not any more.
+func (s *State) watchBelowMinLocked(g *gangEntry) {
+	bound := len(g.placed) - g.reserved
+	if g.group != nil && g.reserved == 0 && bound > 0 && bound < g.min() {
+		if g.belowMinSince.IsZero() {
+			g.belowMinSince = s.clock.Now()
+			s.belowMin.Insert(g.key)
+		}
+		return
+	}
+	g.belowMinSince = time.Time{}
+	s.belowMin.Delete(g.key)
+}
+
+// StaleGangs lists the gangs bound below their min for longer than the
+// settings' StaleGangAfter, in O(gangs below min).
+func (s *State) StaleGangs() []StaleGang {
+	after := s.settings.StaleGangAfter
+	if after <= 0 {
+		return nil
+	}
+	now := s.clock.Now()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []StaleGang
+	for k := range s.belowMin {
+		g := s.gangs[k]
+		if g == nil || g.belowMinSince.IsZero() || now.Sub(g.belowMinSince) < after {
+			continue
+		}
+		sg := StaleGang{Key: k, Group: g.group, Min: g.min(), Since: g.belowMinSince}
+		for _, e := range g.placed {
+			if e.bound {
+				sg.Pods = append(sg.Pods, e.pod)
+			}
+		}
+		sg.Bound = len(sg.Pods)
+		out = append(out, sg)
+	}
+	return out
+}
+
+// GivingBack reports on the gang and its pods that it gives back what it
+// holds (event GangBelowMin).
+func (s *State) GivingBack(g StaleGang) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	note := g.Note(s.clock.Now())
+	if e := s.gangs[g.Key]; e != nil {
+		s.eventLocked(podGroupRef(e), corev1.EventTypeWarning, "GangBelowMin", "Evicting", note)
+	}
+	for _, p := range g.Pods {
+		s.eventLocked(podRef(p), corev1.EventTypeWarning, "GangBelowMin", "Evicting", note)
+	}
+}
