@@ -60,6 +60,9 @@ func main() {
 		if err != nil {
 			return err
 		}
+		if err := keepOffCoordinatedLeaderElection(); err != nil {
+			return err
+		}
 		// kube-scheduler has applied --feature-gates (PersistentPreRunE) and
 		// builds its informers only after this: fit the gates to what the API
 		// server serves first (SPEC §6).
@@ -77,6 +80,19 @@ func main() {
 	code := cli.Run(cmd)
 	stop()
 	os.Exit(code)
+}
+
+// keepOffCoordinatedLeaderElection turns CoordinatedLeaderElection off,
+// even when --feature-gates turns it on: with it, kube-scheduler's start-up
+// makes this process a candidate for the default scheduler's lease
+// (kube-system/kube-scheduler, whatever leaderElection names), which
+// Cardinal must never hold and its RBAC does not cover.
+func keepOffCoordinatedLeaderElection() error {
+	if !utilfeature.DefaultFeatureGate.Enabled(features.CoordinatedLeaderElection) {
+		return nil
+	}
+	klog.Background().Info("Turning CoordinatedLeaderElection off: with it, this process would stand for the default scheduler's lease; cardinal-scheduler elects its leader on its own lease only")
+	return utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.CoordinatedLeaderElection): false})
 }
 
 // fitToServer refuses an API server older than Cardinal supports and turns

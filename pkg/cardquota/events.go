@@ -18,13 +18,13 @@ import (
 // finishes as deleted), a Queue created or changed, a node added or its
 // labels or allocatable changed (a new model, a relabel, a MIG re-slice),
 // or a PodGroup changed (its card-request fixed).
-func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
+func (p *Plugin) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return eventhandler.Readable(ctx, p.handle, []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.cardsFreed},
 		{Event: fwk.ClusterEvent{Resource: eventhandler.QueueResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: requeue.OwnQueueChanged(p.state.QueueOf)},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}, QueueingHintFn: p.nodeHasCards},
 		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged},
-	}, nil
+	}), nil
 }
 
 // cardsFreed requeues a pod when a pod that used cards is gone or finished:

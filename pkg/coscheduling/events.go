@@ -16,12 +16,12 @@ import (
 // EventsToRegister names the cluster events that can let a pod this plugin
 // turned away be tried again. Pods parked behind another gang, and gangs
 // backing off, are woken by the state itself (through its outbox).
-func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
+func (p *Plugin) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return eventhandler.Readable(ctx, p.handle, []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.Delete | fwk.UpdatePodLabel}, QueueingHintFn: gangMemberChanged},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: p.victimGone},
 		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged},
-	}, nil
+	}), nil
 }
 
 // gangMemberChanged requeues a pod when its gang gains a member (it may

@@ -15,12 +15,12 @@ import (
 // placed pod of the same queue deleted or finished (kube-scheduler reports
 // a pod that finishes as deleted), its Queue created or its quota changed,
 // or, for a held gang, its PodGroup changed in what admits it.
-func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
+func (p *Plugin) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return eventhandler.Readable(ctx, p.handle, []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.sameQueuePodFreed},
 		{Event: fwk.ClusterEvent{Resource: eventhandler.QueueResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: requeue.OwnQueueChanged(p.state.QueueOf)},
 		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged},
-	}, nil
+	}), nil
 }
 
 // sameQueuePodFreed requeues a pod when a placed pod of its queue is gone or finished.

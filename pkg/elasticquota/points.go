@@ -77,6 +77,10 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		if !simulating {
 			p.state.WaitForRoom(pod, c.Queue, false) // woken when the Queue is created
 		}
+		if why := p.state.QueuesUnreadable(); why != "" {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"queue %s cannot be read: %s; pods of queue %s wait until it can, pods that name no queue run in queue %s without quota meanwhile", c.Queue, why, c.Queue, p.state.Settings().DefaultQueue))
+		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"queue %s does not exist: create it, or set the label cardinal.dev/queue on the pod, its PodGroup or its namespace to an existing queue", c.Queue))
 	}

@@ -120,7 +120,12 @@ func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 	s.ensurePodLocked(pod)
 	g := s.gangs[k]
 	if g == nil || g.group == nil {
-		return s.gangIncompleteLocked(g, k)
+		st := s.gangIncompleteLocked(g, k)
+		if s.missing[podGroupsAPI] != "" {
+			// kube-scheduler records no event for a pod PreEnqueue turns away.
+			s.reportLocked(podRef(pod), "PodGroupsUnreadable", "Admission", st.Message())
+		}
+		return st
 	}
 	if reason := splitReasonLocked(g, s.settings.SchedulerName); reason != "" {
 		if s.heldLocked(g, splitHolder, reason) {

@@ -133,7 +133,7 @@ func TestSplitGangs(t *testing.T) {
 func TestDeferredUntilSynced(t *testing.T) {
 	s, clk := newTestState()
 	synced := false
-	s.sources = []func() bool{func() bool { return synced }}
+	s.sources = []source{{synced: func() bool { return synced }}}
 	s.OnPodGroup(podGroup("g", 1, nil))
 	p := member("g", 0)
 	if st := s.AdmitGang(p); st.Code() != fwk.UnschedulableAndUnresolvable {

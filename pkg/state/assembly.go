@@ -91,6 +91,10 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 // gangIncompleteLocked says why a gang cannot be tried at all: no PodGroup,
 // or fewer live members than its min.
 func (s *State) gangIncompleteLocked(g *gangEntry, k gang.Key) *fwk.Status {
+	if why := s.missing[podGroupsAPI]; why != "" && (g == nil || g.group == nil) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"PodGroup %s cannot be read: %s; the gang's pods wait until it can", k, why))
+	}
 	if g == nil || g.group == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"PodGroup %s not found: create it, or remove the label scheduling.x-k8s.io/pod-group from the pod", k))
@@ -427,6 +431,7 @@ func (s *State) tick() {
 		s.wakeNextGangLocked()
 	}
 	s.expirePreemptionsLocked()
+	s.foundAPIsLocked()
 	s.wakeElasticLocked()
 	if synced && len(s.deferred) > 0 {
 		s.activateLocked(maps.Values(s.deferred))

@@ -34,6 +34,8 @@ type kubeAccess struct {
 	config *rest.Config
 	owners workload.Owners
 	pods   corelisters.PodLister
+	// ensureDefaultQueue creates the default queue if it is missing.
+	ensureDefaultQueue func()
 }
 
 // tickEvery is how often the backstop (tick) runs.
@@ -79,8 +81,16 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 		return err
 	}
 	if !s.settings.ReadOnly {
-		if err := ensureQueue(ctx, cc, s.settings.DefaultQueue); err != nil {
+		err := ensureQueue(ctx, cc, s.settings.DefaultQueue)
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
 			return err
+		}
+		// Without the Queue CRD or the right to it, the default queue is
+		// created once Queues can be read (apis.go).
+		s.kube.ensureDefaultQueue = func() {
+			if err := ensureQueue(ctx, cc, s.settings.DefaultQueue); err != nil {
+				klog.FromContext(ctx).Error(err, "Creating the default queue", "queue", s.settings.DefaultQueue)
+			}
 		}
 	}
 	// PodGroups, Queues and namespaces before pods: a pod's queue is read
@@ -91,27 +101,33 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
+		api      string // set for the APIs the scheduler can do without
 	}{
-		{pgFactory.Scheduling().V1alpha1().PodGroups().Informer(), eventhandler.For(nil, s.OnPodGroup, s.OnPodGroupGone)},
-		{queueFactory.Scheduling().V1alpha1().Queues().Informer(), eventhandler.For(nil, s.OnQueue, s.OnQueueGone)},
-		{kube.Core().V1().Namespaces().Informer(), eventhandler.For(nil, s.OnNamespace, s.onNamespaceGone)},
-		{kube.Core().V1().Nodes().Informer(), eventhandler.For(nil, s.OnNode, s.OnNodeGone)},
-		{kube.Core().V1().Pods().Informer(), eventhandler.For(nil, s.OnPod, s.OnPodDeleted)},
+		{pgFactory.Scheduling().V1alpha1().PodGroups().Informer(), eventhandler.For(nil, s.OnPodGroup, s.OnPodGroupGone), podGroupsAPI},
+		{queueFactory.Scheduling().V1alpha1().Queues().Informer(), eventhandler.For(nil, s.OnQueue, s.OnQueueGone), queuesAPI},
+		{kube.Core().V1().Namespaces().Informer(), eventhandler.For(nil, s.OnNamespace, s.onNamespaceGone), ""},
+		{kube.Core().V1().Nodes().Informer(), eventhandler.For(nil, s.OnNode, s.OnNodeGone), ""},
+		{kube.Core().V1().Pods().Informer(), eventhandler.For(nil, s.OnPod, s.OnPodDeleted), ""},
 		// Top-level owners whose label sets their pods' preemptibility.
-		{kube.Apps().V1().ReplicaSets().Informer(), s.ownerHandler()},
-		{kube.Apps().V1().Deployments().Informer(), s.ownerHandler()},
-		{kube.Apps().V1().StatefulSets().Informer(), s.ownerHandler()},
-		{kube.Apps().V1().DaemonSets().Informer(), s.ownerHandler()},
-		{kube.Batch().V1().Jobs().Informer(), s.ownerHandler()},
-		{kube.Batch().V1().CronJobs().Informer(), s.ownerHandler()},
+		{kube.Apps().V1().ReplicaSets().Informer(), s.ownerHandler(), ""},
+		{kube.Apps().V1().Deployments().Informer(), s.ownerHandler(), ""},
+		{kube.Apps().V1().StatefulSets().Informer(), s.ownerHandler(), ""},
+		{kube.Apps().V1().DaemonSets().Informer(), s.ownerHandler(), ""},
+		{kube.Batch().V1().Jobs().Informer(), s.ownerHandler(), ""},
+		{kube.Batch().V1().CronJobs().Informer(), s.ownerHandler(), ""},
 	}
-	sources := make([]func() bool, 0, len(handlers))
+	sources := make([]source, 0, len(handlers))
 	for _, hd := range handlers {
+		if hd.api != "" {
+			if err := s.watchMissing(ctx, hd.api, hd.informer); err != nil {
+				return err
+			}
+		}
 		reg, err := hd.informer.AddEventHandler(hd.handler)
 		if err != nil {
 			return err
 		}
-		sources = append(sources, reg.HasSynced)
+		sources = append(sources, source{api: hd.api, synced: reg.HasSynced})
 	}
 	s.mu.Lock()
 	s.sources = sources

@@ -190,6 +190,7 @@ func (s *State) usageLocked(name string, withDeserved bool) Usage {
 	u := Usage{Name: name, Allocated: quota.Resources{}, NonPreemptible: quota.Resources{}, Elastic: quota.Resources{}, Pending: quota.Resources{}, Cards: map[string]CardUsage{}}
 	q := s.queues[name]
 	if q == nil {
+		u.Exists = s.defaultQueueStandsInLocked(name)
 		return u
 	}
 	u.Allocated, u.NonPreemptible, u.Elastic, u.Pending = q.allocated.Clone(), q.nonPreemptible.Clone(), q.elastic.Clone(), q.pending.Clone()
@@ -208,6 +209,8 @@ func (s *State) usageLocked(name string, withDeserved bool) Usage {
 		u.Weight = max(q.spec.Spec.Weight, 1)
 		u.Reclaimable = ptr.Deref(q.spec.Spec.Reclaimable, true)
 		u.Guarantee, u.Capability = q.guarantee.Clone(), q.capability.Clone()
+	} else if s.defaultQueueStandsInLocked(name) {
+		u.Exists, u.Weight, u.Reclaimable = true, 1, true
 	}
 	return u
 }

@@ -190,8 +190,10 @@ type State struct {
 	// preemption: CardinalPreemption runs in the profile (preempt.go).
 	preemption atomic.Bool
 	kube       kubeAccess
-	sources    []func() bool
-	synced     atomic.Bool
+	sources    []source
+	// missing are the optional APIs the state cannot read, and why (apis.go).
+	missing map[string]string
+	synced  atomic.Bool
 }
 
 // New returns an empty state with settings.
@@ -230,6 +232,7 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		waitingRoom:      map[string]map[types.UID]*corev1.Pod{},
 		waitingModels:    map[types.UID]*corev1.Pod{},
 		reported:         map[string]string{},
+		missing:          map[string]string{},
 		renamedModels:    map[string]string{},
 		preemptions:      map[string]*preemption{},
 		victimOf:         map[types.UID]string{},
@@ -288,10 +291,9 @@ func (s *State) Synced() bool {
 		return true
 	}
 	s.mu.RLock()
-	sources := s.sources
-	s.mu.RUnlock()
-	for _, src := range sources {
-		if !src() {
+	defer s.mu.RUnlock()
+	for _, src := range s.sources {
+		if !src.synced() && (src.api == "" || s.missing[src.api] == "") {
 			return false
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,13 +46,48 @@ func startSchedulerWith(t *testing.T, configPath string, extraArgs ...string) *c
 	}
 	t.Cleanup(func() {
 		s.Stop()
+		log, err := os.ReadFile(s.LogPath)
+		if err != nil {
+			return
+		}
+		// Every scheduler here runs as config/'s service account, on
+		// exactly the RBAC config/ ships (SPEC §6): nothing it does may be
+		// refused for want of a right.
+		if line := forbidden(string(log)); line != "" && !rbacCut.Has(s.LogPath) {
+			t.Errorf("the scheduler was refused by RBAC; config/rbac lacks a right it uses:\n%s", line)
+		}
 		if t.Failed() {
-			if log, err := os.ReadFile(s.LogPath); err == nil {
-				t.Logf("scheduler log (%s):\n%s", s.LogPath, tail(string(log), 200))
-			}
+			t.Logf("scheduler log (%s):\n%s", s.LogPath, tail(string(log), 200))
 		}
 	})
 	return s
+}
+
+// rbacCut are the logs of schedulers a test runs with rights taken away on
+// purpose.
+var rbacCut = syncSet{m: map[string]bool{}}
+
+type syncSet struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (s *syncSet) Add(k string) { s.mu.Lock(); defer s.mu.Unlock(); s.m[k] = true }
+func (s *syncSet) Has(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[k]
+}
+
+// forbidden returns the first line of log where the apiserver refused the
+// scheduler's service account for want of an RBAC right.
+func forbidden(log string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, `is forbidden: User "`+controlplane.SchedulerUser+`" cannot`) {
+			return l
+		}
+	}
+	return ""
 }
 
 func tail(s string, lines int) string {
