@@ -177,3 +177,22 @@ func TestMissingAPIsReported(t *testing.T) {
 	restore()
 	waitBound(t, ns, "g-0", "g-1", "named")
 }
+
+// TestCoordinatedLeaderElectionKeptOff: with CoordinatedLeaderElection
+// turned on by flag, kube-scheduler's start-up would make the scheduler a
+// candidate for the default scheduler's lease; it is turned off, said in
+// the log, and the scheduler schedules on its own lease (SPEC §6).
+func TestCoordinatedLeaderElectionKeptOff(t *testing.T) {
+	createNodes(t, gpuNodes("cle", 1, 8)...)
+	s := startScheduler(t, "--feature-gates=CoordinatedLeaderElection=true")
+	ns := createNamespace(t, "cle")
+	createPods(t, builder.MakePod(ns, "p").Req("cpu", "100m").Obj())
+	waitBound(t, ns, "p")
+	if log, err := os.ReadFile(s.LogPath); err != nil || !strings.Contains(string(log), "Turning CoordinatedLeaderElection off") {
+		t.Errorf("the scheduler log does not say CoordinatedLeaderElection was turned off (err %v)", err)
+	}
+	cands, err := env.kube.CoordinationV1beta1().LeaseCandidates("kube-system").List(context.Background(), metav1.ListOptions{})
+	if err == nil && len(cands.Items) > 0 {
+		t.Errorf("the scheduler stood for a lease: %v", cands.Items)
+	}
+}
