@@ -79,7 +79,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		}
 		if why := p.state.QueuesUnreadable(); why != "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-				"queue %s cannot be read: %s; pods of queue %s wait until it can, pods that name no queue run in queue %s without quota meanwhile", c.Queue, why, c.Queue, p.state.Settings().DefaultQueue))
+				"queue %s cannot be read: %s; its pods wait until it can", c.Queue, why))
 		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"queue %s does not exist: create it, or set the label cardinal.dev/queue on the pod, its PodGroup or its namespace to an existing queue", c.Queue))

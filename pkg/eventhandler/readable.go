@@ -46,7 +46,7 @@ func canList(ctx context.Context, h fwk.Handle, r fwk.EventResource) bool {
 		_, err = dc.Resource(*gvr).List(ctx, metav1.ListOptions{Limit: 1})
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 			ok = false
-			klog.FromContext(ctx).Error(err, "Cardinal cannot list a resource its plugins requeue pods on; kube-scheduler is not asked to watch it, so that it schedules the pods that do not need it", "resource", r)
+			klog.FromContext(ctx).Error(err, "Cardinal cannot list a resource its plugins requeue pods on; kube-scheduler is not asked to watch it, so that it schedules the pods that do not need it. Once it can be listed, Cardinal wakes the pods that waited for it, but restart the scheduler for it to requeue pods on that resource's changes again", "resource", r)
 		}
 	}
 	actual, _ := readable.LoadOrStore(r, ok)

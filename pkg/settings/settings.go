@@ -159,6 +159,7 @@ func FromConfiguration(cfg *schedconfig.KubeSchedulerConfiguration) (Config, err
 	out.State.PreemptibleBelowPriority = preemption.PreemptibleBelowPriority
 	out.State.CardUnlimitedCPUMemory = cards.CardUnlimitedCPUMemory
 	out.State.GangBackoff = time.Duration(gang.PodGroupBackoffSeconds) * time.Second
+	out.State.StaleGangAfter = 0 // staleGangSeconds: 0 turns it off
 	if gang.StaleGangSeconds > 0 {
 		out.State.StaleGangAfter = time.Duration(gang.PermitWaitingTimeSeconds+gang.StaleGangSeconds) * time.Second
 	}

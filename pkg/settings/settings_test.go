@@ -69,6 +69,14 @@ func TestFromFlags(t *testing.T) {
   - name: CardinalGang
     args: {podGroupBackoffSeconds: 3}
 `, want: state.Settings{SchedulerName: "cardinal-scheduler", DefaultQueue: "batch", PreemptibleBelowPriority: 50, CardUnlimitedCPUMemory: true, GangBackoff: 3 * time.Second, StaleGangAfter: 2 * time.Minute, CardRoomFirst: true}, enabled: true},
+		{name: "stale gangs left alone", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
+  - name: CardinalGang
+    args: {staleGangSeconds: 0, permitWaitingTimeSeconds: 30}
+`, want: func() state.Settings { s := withCardRoom(defaults); s.StaleGangAfter = 0; return s }(), enabled: true},
+		{name: "stale gangs given back after the Permit wait and staleGangSeconds", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
+  - name: CardinalGang
+    args: {staleGangSeconds: 5, permitWaitingTimeSeconds: 30}
+`, want: func() state.Settings { s := withCardRoom(defaults); s.StaleGangAfter = 35 * time.Second; return s }(), enabled: true},
 		{name: "NodeResourcesFit ignoring a resource: the card Filter leaves room to it", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
   - name: NodeResourcesFit
     args: {ignoredResources: [example.com/foo]}

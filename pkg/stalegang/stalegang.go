@@ -36,10 +36,11 @@ type Reaper struct {
 	Pods client.Reader
 
 	mu sync.Mutex
-	// evicting are the pods whose eviction is under way, so that a gang
-	// found stale again before the informer shows them terminating does
-	// not evict them twice.
-	evicting map[types.UID]struct{}
+	// evicting are the pods whose eviction is under way (true) or made
+	// and not yet seen by the state (false), so that a gang found stale
+	// again before the informer shows them terminating does not evict
+	// them twice.
+	evicting map[types.UID]bool
 }
 
 // NeedLeaderElection: only the replica that schedules gives gangs back.
@@ -57,14 +58,16 @@ func (r *Reaper) Start(ctx context.Context) error {
 	if after <= 0 {
 		return nil // staleGangSeconds: 0
 	}
-	r.evicting = map[types.UID]struct{}{}
+	r.evicting = map[types.UID]bool{}
 	wait.UntilWithContext(ctx, r.reap, period(after))
 	return nil
 }
 
 func (r *Reaper) reap(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("stale-gangs")
-	for _, g := range r.State.StaleGangs() {
+	stale := r.State.StaleGangs()
+	r.forgetGone(stale)
+	for _, g := range stale {
 		done, err := r.succeeded(ctx, g)
 		if err != nil {
 			logger.Error(err, "Counting a gang's finished pods", "podGroup", g.Key)
@@ -83,8 +86,8 @@ func (r *Reaper) reap(ctx context.Context) {
 		note := g.Note(time.Now())
 		for _, p := range pods {
 			go func() {
-				defer r.release(p)
 				err := evict.WithRetries(ctx, p, func(ctx context.Context) error { return evict.Pod(ctx, r.Client, p, note) })
+				r.evicted(p, err == nil)
 				if err != nil {
 					logger.Error(err, "Evicting a pod of a gang bound below its min failed", "pod", klog.KObj(p), "podGroup", g.Key)
 					return
@@ -111,22 +114,46 @@ func (r *Reaper) succeeded(ctx context.Context, g state.StaleGang) (int, error) 
 	return n, nil
 }
 
-// claim takes the pods whose eviction is not already under way.
+// claim takes the pods whose eviction is not under way or done.
 func (r *Reaper) claim(pods []*corev1.Pod) []*corev1.Pod {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*corev1.Pod
 	for _, p := range pods {
 		if _, busy := r.evicting[p.UID]; !busy {
-			r.evicting[p.UID] = struct{}{}
+			r.evicting[p.UID] = true
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-func (r *Reaper) release(p *corev1.Pod) {
+// evicted ends a pod's eviction: one that failed may be tried again; one
+// that was made stays claimed until the state no longer lists the pod
+// (the informer shows it terminating), so it is not evicted twice.
+func (r *Reaper) evicted(p *corev1.Pod, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.evicting, p.UID)
+	if ok {
+		r.evicting[p.UID] = false
+	} else {
+		delete(r.evicting, p.UID)
+	}
+}
+
+// forgetGone forgets the evicted pods the state lists no more.
+func (r *Reaper) forgetGone(stale []state.StaleGang) {
+	listed := map[types.UID]bool{}
+	for _, g := range stale {
+		for _, p := range g.Pods {
+			listed[p.UID] = true
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid, inFlight := range r.evicting {
+		if !inFlight && !listed[uid] {
+			delete(r.evicting, uid)
+		}
+	}
 }

@@ -17,7 +17,8 @@ import (
 // so in its log and in an event on each pod that waits for them, and keeps
 // scheduling the pods that need neither (SPEC §6): a gang's pods wait for
 // PodGroups, pods that name a queue wait for Queues, and pods of the
-// default queue run as in a default queue with no quota. When the API
+// default queue run as in a default queue with no quota if the Queue CRD
+// is missing (no Queue can limit them), and wait if it is RBAC. When the API
 // comes (the informer lists it at last), the state fills in as after a
 // start and the waiting pods are woken as their objects arrive.
 
@@ -41,7 +42,9 @@ func (s *State) watchMissing(ctx context.Context, api string, inf cache.SharedIn
 	logger := klog.FromContext(ctx)
 	return inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		cache.DefaultWatchErrorHandler(ctx, r, err)
-		if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+		if inf.HasSynced() || (!apierrors.IsNotFound(err) && !apierrors.IsForbidden(err)) {
+			// Listed once, the state has what it needs; a watch that fails
+			// later (the CRD deleted, RBAC revoked) is the informer's to retry.
 			return
 		}
 		why := fmt.Sprintf("the CRD %s is not installed (kubectl apply -k config/ installs it)", api)
@@ -54,6 +57,7 @@ func (s *State) watchMissing(ctx context.Context, api string, inf cache.SharedIn
 			logger.Error(err, "Cardinal cannot read an API it uses; pods that need it wait, others are scheduled", "api", api, "why", why)
 		}
 		s.missing[api] = why
+		s.noCRD[api] = apierrors.IsNotFound(err)
 	})
 }
 
@@ -64,6 +68,7 @@ func (s *State) foundAPIsLocked() {
 	for _, src := range s.sources {
 		if src.api != "" && s.missing[src.api] != "" && src.synced() {
 			delete(s.missing, src.api)
+			delete(s.noCRD, src.api)
 			klog.Background().Info("Cardinal can read an API it was missing", "api", src.api)
 			if src.api == queuesAPI && s.kube.ensureDefaultQueue != nil {
 				go s.kube.ensureDefaultQueue()
@@ -88,9 +93,11 @@ func (s *State) wakeWaitingForLocked(api string) {
 }
 
 // defaultQueueStandsIn tells whether the default queue counts as one with
-// no quota though no Queue defines it: Queues cannot be read.
+// no quota though no Queue defines it: the Queue CRD is not installed, so
+// no Queue can limit it. Refused the right to read Queues, the state
+// cannot tell whether one does, and its pods wait too.
 func (s *State) defaultQueueStandsInLocked(name string) bool {
-	return name == s.settings.DefaultQueue && s.missing[queuesAPI] != ""
+	return name == s.settings.DefaultQueue && s.noCRD[queuesAPI]
 }
 
 // QueuesUnreadable says why Queues cannot be read, or "" if they can.

@@ -15,12 +15,14 @@ func TestMissingAPIs(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		missing      string
-		wantGang     string // what a gang pod is told; "" = let through
-		defaultQueue bool
+		noCRD        bool // the CRD is missing, rather than the right to it
+		wantGang     string
+		defaultQueue bool // the default queue stands in with no quota
 	}{
-		{"nothing missing", "", "PodGroup ns/g not found", false},
-		{"no PodGroups", podGroupsAPI, "PodGroup ns/g cannot be read: no CRD", false},
-		{"no Queues", queuesAPI, "PodGroup ns/g not found", true},
+		{"nothing missing", "", false, "PodGroup ns/g not found", false},
+		{"no PodGroup CRD", podGroupsAPI, true, "PodGroup ns/g cannot be read: no CRD", false},
+		{"no Queue CRD", queuesAPI, true, "PodGroup ns/g not found", true},
+		{"no right to Queues", queuesAPI, false, "PodGroup ns/g not found", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := newTestState()
@@ -35,7 +37,7 @@ func TestMissingAPIs(t *testing.T) {
 				if s.Synced() {
 					t.Fatal("synced before the API was known to be missing")
 				}
-				s.missing[tc.missing] = "no CRD" // as watchMissing records it
+				s.missing[tc.missing], s.noCRD[tc.missing] = "no CRD", tc.noCRD // as watchMissing records it
 			}
 			if !s.Synced() {
 				t.Fatal("the state waits for an API that is missing")

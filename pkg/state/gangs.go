@@ -54,6 +54,9 @@ type gangEntry struct {
 	// none of its placed pods waiting to bind; zero while it is not
 	// (stale.go).
 	belowMinSince time.Time
+	// terminating counts its members being deleted: out of its ranks, but
+	// still holding their nodes (terminating.go).
+	terminating int
 }
 
 // min is the number of placed pods below which the gang waits at Permit.
@@ -76,7 +79,7 @@ func (g *gangEntry) countQueue(q string, n int) {
 
 // empty tells whether nothing is left of a gang to remember.
 func (g *gangEntry) empty() bool {
-	return g.group == nil && len(g.members) == 0 && len(g.foreign) == 0 && len(g.placed) == 0
+	return g.group == nil && len(g.members) == 0 && len(g.foreign) == 0 && len(g.placed) == 0 && g.terminating == 0
 }
 
 func (s *State) gangLocked(k gang.Key) *gangEntry {

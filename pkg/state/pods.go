@@ -258,6 +258,10 @@ func (s *State) removePodLocked(uid types.UID) {
 		s.roomFreedLocked(e.Queue)
 	}
 	s.leaveGangLocked(e)
+	if g := s.gangs[e.Gang]; g != nil && e.terminating && g.terminating > 0 {
+		g.terminating--
+		s.refreshGangLocked(g)
+	}
 	s.unindexControllerLocked(e)
 	s.dropQueueIfUnusedLocked(e.Queue)
 	delete(s.pods, uid)
@@ -269,7 +273,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	}
 	delete(s.parkedElastic, uid)
 	delete(s.deferred, uid)
-	s.forgetReportsLocked("Pod", e.pod.Namespace+"/"+e.pod.Name, "QueueKept", "PreemptibilityKept")
+	s.forgetReportsLocked("Pod", e.pod.Namespace+"/"+e.pod.Name, "QueueKept", "PreemptibilityKept", "PodGroupsUnreadable")
 	if parked := s.parkedGangs[e.Gang]; parked != nil {
 		delete(parked, uid)
 		if len(parked) == 0 {

@@ -39,8 +39,11 @@ func (g StaleGang) Note(now time.Time) string {
 // watchBelowMinLocked notes when a gang is found bound below its min, and
 // forgets it when it is not any more.
 func (s *State) watchBelowMinLocked(g *gangEntry) {
+	// Members reserved now and then (a replacement that tries, waits at
+	// Permit and gives back) do not restart the clock, or such a gang would
+	// never be given back; members terminating count as bound until gone.
 	bound := len(g.placed) - g.reserved
-	if g.group != nil && g.reserved == 0 && bound > 0 && bound < g.min() {
+	if g.group != nil && bound > 0 && bound+g.terminating < g.min() {
 		if g.belowMinSince.IsZero() {
 			g.belowMinSince = s.clock.Now()
 			s.belowMin.Insert(g.key)
@@ -64,16 +67,19 @@ func (s *State) StaleGangs() []StaleGang {
 	var out []StaleGang
 	for k := range s.belowMin {
 		g := s.gangs[k]
-		if g == nil || g.belowMinSince.IsZero() || now.Sub(g.belowMinSince) < after {
-			continue
+		if g == nil || g.belowMinSince.IsZero() || now.Sub(g.belowMinSince) < after || len(g.placed) >= g.min() {
+			continue // not yet, or its min is binding now
 		}
 		sg := StaleGang{Key: k, Group: g.group, Min: g.min(), Since: g.belowMinSince}
 		for _, e := range g.placed {
-			if e.bound {
-				sg.Pods = append(sg.Pods, e.pod)
+			if !e.bound {
+				continue
+			}
+			sg.Bound++
+			if _, victim := s.victimOf[e.pod.UID]; !victim {
+				sg.Pods = append(sg.Pods, e.pod) // a victim is being evicted already
 			}
 		}
-		sg.Bound = len(sg.Pods)
 		out = append(out, sg)
 	}
 	return out

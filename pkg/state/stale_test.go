@@ -85,3 +85,42 @@ func TestStaleGangHealed(t *testing.T) {
 		t.Errorf("its pods are terminating: stale %v", got)
 	}
 }
+
+// TestStaleGangClock: a replacement that reserves and gives back does not
+// restart the clock, a gang whose min is binding is not given back, and a
+// member terminating counts as bound until it is gone.
+func TestStaleGangClock(t *testing.T) {
+	s, clk := newTestState(func(s *Settings) { s.StaleGangAfter = time.Minute })
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 8, 8).Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	s.OnPodGroup(podGroup("g", 3, nil))
+	s.OnPod(bound(member("g", 0), "n"))
+	s.OnPod(bound(member("g", 1), "n"))
+	p2 := member("g", 2)
+	s.OnPod(p2)
+	clk.Step(30 * time.Second)
+	if st := s.Reserve(p2, "n"); st != nil {
+		t.Fatal(st)
+	}
+	if got := s.StaleGangs(); len(got) > 0 {
+		t.Errorf("its min is placed and binding: stale %v", got)
+	}
+	s.Unreserve(p2)
+	clk.Step(30 * time.Second)
+	if got := s.StaleGangs(); len(got) != 1 {
+		t.Errorf("a minute below min, a try in between: stale %v, want the gang", got)
+	}
+
+	// A member terminating holds its node: the gang is not stale while it goes.
+	s.OnPodGroup(podGroup("g", 2, nil))
+	s.OnPod(terminating(bound(member("g", 1), "n")))
+	clk.Step(time.Hour)
+	if got := s.StaleGangs(); len(got) > 0 {
+		t.Errorf("a member is terminating: stale %v", got)
+	}
+	s.OnPodDeleted(terminating(bound(member("g", 1), "n")))
+	clk.Step(time.Minute)
+	if got := s.StaleGangs(); len(got) != 1 {
+		t.Errorf("a minute after the member went: stale %v, want the gang", got)
+	}
+}

@@ -193,7 +193,9 @@ type State struct {
 	sources    []source
 	// missing are the optional APIs the state cannot read, and why (apis.go).
 	missing map[string]string
-	synced  atomic.Bool
+	// noCRD: a missing API's CRD is not installed (rather than RBAC).
+	noCRD  map[string]bool
+	synced atomic.Bool
 }
 
 // New returns an empty state with settings.
@@ -233,6 +235,7 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		waitingModels:    map[types.UID]*corev1.Pod{},
 		reported:         map[string]string{},
 		missing:          map[string]string{},
+		noCRD:            map[string]bool{},
 		renamedModels:    map[string]string{},
 		preemptions:      map[string]*preemption{},
 		victimOf:         map[types.UID]string{},

@@ -40,6 +40,7 @@ func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]strin
 	if g == nil {
 		return
 	}
+	g.terminating++
 	if g.group != nil && len(g.members) < g.min() {
 		// Members waiting at Permit cannot complete without it.
 		s.failLocked(g, fmt.Sprintf("it has %d of its minMember %d pods left", len(g.members), g.min()), false)

@@ -151,31 +151,51 @@ func cutRBAC(t *testing.T, groups ...string) (restore func()) {
 	return restore
 }
 
-// TestMissingAPIsReported: without the RBAC to read PodGroups and Queues
-// (as without their CRDs), the scheduler says so in its log and in an
-// event on each pod that waits for them, and keeps scheduling the pods
-// that need neither; once it may read them, the waiting pods run (SPEC §6).
+// TestMissingAPIsReported: without the RBAC to read PodGroups (as without
+// their CRD), the scheduler says so in its log and in an event on each
+// gang pod, and keeps scheduling the pods that need none; without the
+// right to read Queues, pods wait with the reason (a Queue it cannot see
+// may limit them). Once it may read them, the waiting pods run (SPEC §6).
 func TestMissingAPIsReported(t *testing.T) {
 	createNodes(t, gpuNodes("unreadable", 1, 8)...)
-	ns := createNamespace(t, "unreadable")
 	createQueue(t, builder.MakeQueue("unreadable-q").Card(h200, 0, 8).Obj())
-	createPodGroup(t, ns, "g", 2)
-	restore := cutRBAC(t, "scheduling.x-k8s.io", "scheduling.cardinal.dev")
-	s := startScheduler(t)
-	rbacCut.Add(s.LogPath)
-
-	named := builder.MakePod(ns, "named").Label("cardinal.dev/queue", "unreadable-q").GPU(1).Obj()
-	createPods(t, append(gangPodsOf(ns, "g", 2, 0), named, builder.MakePod(ns, "plain").Req("cpu", "100m").Obj())...)
-	waitBound(t, ns, "plain")
-	waitPodEvent(t, ns, "g-0", "PodGroup "+ns+"/g cannot be read: the scheduler may not list and watch podgroups.scheduling.x-k8s.io")
-	waitPodEvent(t, ns, "named", "queue unreadable-q cannot be read")
-	neverBound(t, ns, "g-0", "g-1", "named")
-	if log, err := os.ReadFile(s.LogPath); err != nil || !strings.Contains(string(log), "Cardinal cannot read an API it uses") {
-		t.Errorf("the scheduler log does not say an API is missing (err %v)", err)
+	saysMissing := func(t *testing.T, s *controlplane.Scheduler) {
+		t.Helper()
+		if log, err := os.ReadFile(s.LogPath); err != nil || !strings.Contains(string(log), "Cardinal cannot read an API it uses") {
+			t.Errorf("the scheduler log does not say an API is missing (err %v)", err)
+		}
 	}
 
-	restore()
-	waitBound(t, ns, "g-0", "g-1", "named")
+	t.Run("PodGroups", func(t *testing.T) {
+		ns := createNamespace(t, "no-podgroups")
+		createPodGroup(t, ns, "g", 2)
+		restore := cutRBAC(t, "scheduling.x-k8s.io")
+		s := startScheduler(t)
+		rbacCut.Add(s.LogPath)
+		named := builder.MakePod(ns, "named").Label("cardinal.dev/queue", "unreadable-q").GPU(1).Obj()
+		createPods(t, append(gangPodsOf(ns, "g", 2, 0), named, builder.MakePod(ns, "plain").Req("cpu", "100m").Obj())...)
+		waitBound(t, ns, "plain", "named")
+		waitPodEvent(t, ns, "g-0", "PodGroup "+ns+"/g cannot be read: the scheduler may not list and watch podgroups.scheduling.x-k8s.io")
+		neverBound(t, ns, "g-0", "g-1")
+		saysMissing(t, s)
+		restore()
+		waitBound(t, ns, "g-0", "g-1")
+	})
+
+	t.Run("Queues", func(t *testing.T) {
+		ns := createNamespace(t, "no-queues")
+		restore := cutRBAC(t, "scheduling.cardinal.dev")
+		s := startScheduler(t)
+		rbacCut.Add(s.LogPath)
+		named := builder.MakePod(ns, "named").Label("cardinal.dev/queue", "unreadable-q").GPU(1).Obj()
+		createPods(t, named, builder.MakePod(ns, "plain").Req("cpu", "100m").Obj())
+		waitPodEvent(t, ns, "named", "queue unreadable-q cannot be read: the scheduler may not list and watch queues.scheduling.cardinal.dev")
+		waitPodEvent(t, ns, "plain", "queue default cannot be read")
+		neverBound(t, ns, "named", "plain")
+		saysMissing(t, s)
+		restore()
+		waitBound(t, ns, "named", "plain")
+	})
 }
 
 // TestCoordinatedLeaderElectionKeptOff: with CoordinatedLeaderElection
