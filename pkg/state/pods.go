@@ -203,6 +203,7 @@ func (s *State) setFactsLocked(e *podEntry, f Facts) {
 		f.Denied = ""
 	} else if e.placedAs != nil {
 		s.reportLocked(podRef(e.pod), "QueueKept", "Scheduling", "")
+		f.Denied = "" // placed where its namespace could: it keeps running there
 	}
 	if e.Denied != "" && f.Denied == "" && f.Queue == e.Queue && s.waitingLocked(e) {
 		// Its namespace may use the queue now.
@@ -393,8 +394,10 @@ func (s *State) chargeLocked(e *podEntry, sign int64) {
 			r.Sub(e.Request)
 		}
 	}
-	if !e.placed() && e.Denied != "" {
-		return // never charged to a queue its namespace may not use
+	if e.Denied != "" {
+		// Never charged to a queue its namespace may not use: a pending
+		// pod waits, one bound there by another way is charged nowhere.
+		return
 	}
 	if !e.placed() {
 		add(q.pending)
