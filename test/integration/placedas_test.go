@@ -8,6 +8,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -15,21 +16,37 @@ import (
 	"cardinal.dev/cardinal/test/builder"
 )
 
-// tenant is a client acting as a user who may edit everything in ns, as a
-// team's members may, and nothing else.
+// tenant is a client acting as a user who may do anything with pods in
+// ns, as a team's members may, and nothing else.
 func tenant(t *testing.T, ns string) kubernetes.Interface {
 	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"*"}}},
+	}
 	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-edit"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "tenant"}},
 	}
-	if _, err := env.kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
+	if _, err := env.kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.kube.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := rest.CopyConfig(env.cp.Config())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "tenant", Groups: []string{"system:authenticated"}}
-	return kubernetes.NewForConfigOrDie(cfg)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	// The authorizer's cache takes the binding in a moment.
+	if err := wait.PollUntilContextTimeout(ctx, poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the tenant's rights did not apply: %v", err)
+	}
+	return cs
 }
 
 // TestPlacedAsOnlyFromTheScheduler: the admission policy config/ ships
