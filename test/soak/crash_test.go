@@ -52,3 +52,18 @@ func TestCrashOf(t *testing.T) {
 		})
 	}
 }
+
+// TestLostLease: a scheduler that ended because it lost its lease is no
+// crash, in the words of kube-scheduler before 1.37 and of 1.37.
+func TestLostLease(t *testing.T) {
+	for log, want := range map[string]bool{
+		`E1125 server.go:330] "leaderelection lost"`:                true,
+		`E1126 server.go:337] "Leaderelection lost"`:                true,
+		"panic: assignment to entry in nil map\n":                   false,
+		`I1126 leaderelection.go:300] "Successfully renewed lease"`: false,
+	} {
+		if got := lostLease(log); got != want {
+			t.Errorf("lostLease(%q) = %v, want %v", log, got, want)
+		}
+	}
+}

@@ -136,6 +136,12 @@ func (r *runner) violate(msgs ...string) {
 	}
 }
 
+// lostLease tells whether a scheduler's log says it ended because it lost
+// its lease: "leaderelection lost" up to 1.36, "Leaderelection lost" in 1.37.
+func lostLease(log string) bool {
+	return strings.Contains(strings.ToLower(log), "leaderelection lost")
+}
+
 // step makes one random change.
 func (r *runner) step(ctx context.Context, i int) error {
 	w := r.w
@@ -143,7 +149,7 @@ func (r *runner) step(ctx context.Context, i int) error {
 		if err := s.Exited(); err != nil {
 			// kube-scheduler ends when it cannot renew its lease in time,
 			// by design; anything else is a crash.
-			if log, _ := os.ReadFile(s.LogPath); !strings.Contains(string(log), "leaderelection lost") {
+			if log, _ := os.ReadFile(s.LogPath); !lostLease(string(log)) {
 				r.violate(fmt.Sprintf("a scheduler ended by itself: %v (log %s)%s", err, s.LogPath, crashOf(string(log))))
 			}
 			r.scheds = without(r.scheds, s)
