@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"cardinal.dev/cardinal/test/builder"
 )
@@ -55,15 +56,22 @@ func TestStaleGangs(t *testing.T) {
 	}
 }
 
-// TestStaleGangHealed: a gang whose min is bound again, or whose min is
-// lowered to what is bound, is no longer stale.
-func TestStaleGangHealed(t *testing.T) {
+// twoOfThreeBound is a state, stale after a minute, with gang g of min 3
+// bound at 2 pods on node n.
+func twoOfThreeBound() (*State, *testingclock.FakeClock) {
 	s, clk := newTestState(func(s *Settings) { s.StaleGangAfter = time.Minute })
 	s.OnQueue(builder.MakeQueue("q").Card(h200, 8, 8).Obj())
 	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
 	s.OnPodGroup(podGroup("g", 3, nil))
 	s.OnPod(bound(member("g", 0), "n"))
 	s.OnPod(bound(member("g", 1), "n"))
+	return s, clk
+}
+
+// TestStaleGangHealed: a gang whose min is bound again, or whose min is
+// lowered to what is bound, is no longer stale.
+func TestStaleGangHealed(t *testing.T) {
+	s, clk := twoOfThreeBound()
 	clk.Step(30 * time.Second)
 	s.OnPodGroup(podGroup("g", 2, nil))
 	clk.Step(time.Hour)
@@ -90,12 +98,7 @@ func TestStaleGangHealed(t *testing.T) {
 // restart the clock, a gang whose min is binding is not given back, and a
 // member terminating counts as bound until it is gone.
 func TestStaleGangClock(t *testing.T) {
-	s, clk := newTestState(func(s *Settings) { s.StaleGangAfter = time.Minute })
-	s.OnQueue(builder.MakeQueue("q").Card(h200, 8, 8).Obj())
-	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
-	s.OnPodGroup(podGroup("g", 3, nil))
-	s.OnPod(bound(member("g", 0), "n"))
-	s.OnPod(bound(member("g", 1), "n"))
+	s, clk := twoOfThreeBound()
 	p2 := member("g", 2)
 	s.OnPod(p2)
 	clk.Step(30 * time.Second)
