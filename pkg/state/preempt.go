@@ -304,13 +304,18 @@ func (s *State) endPreemptionLocked(pr *preemption, dropNominations bool) {
 	s.out.push(func(fw Framework) { unnominate(fw, stale) })
 }
 
-// gracePeriod is how long a pod may take to terminate once deleted.
+// gracePeriod is how long a pod may take to terminate once deleted, as a
+// preemption waits for it: at most maxGrace, which also keeps a grace
+// period of billions of seconds from overflowing into the past.
 func gracePeriod(pod *corev1.Pod) time.Duration {
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
-		return time.Duration(*g) * time.Second
+		return min(time.Duration(min(max(*g, 0), int64(maxGrace/time.Second)))*time.Second, maxGrace)
 	}
 	return corev1.DefaultTerminationGracePeriodSeconds * time.Second
 }
+
+// maxGrace bounds how long a preemption waits for a victim to terminate.
+const maxGrace = 24 * time.Hour
 
 // expirePreemptionsLocked ends preemptions whose members have not come for
 // their room within claimSettle of their victims going, or claimTTL in

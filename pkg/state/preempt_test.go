@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -555,5 +556,26 @@ func TestPlacedMemberNominationKept(t *testing.T) {
 	s.Flush(&fakeFramework{})
 	if cleared := nominateLate(s, g[1], "n"); len(cleared) != 0 {
 		t.Errorf("the nomination of a member placed on n was cleared: %v", cleared)
+	}
+}
+
+// TestGracePeriod: a preemption waits for a victim's grace period, never
+// past maxGrace, and a huge one does not overflow into the past.
+func TestGracePeriod(t *testing.T) {
+	for _, tc := range []struct {
+		grace *int64
+		want  time.Duration
+	}{
+		{nil, 30 * time.Second},
+		{ptrTo[int64](0), 0},
+		{ptrTo[int64](600), 10 * time.Minute},
+		{ptrTo[int64](-1), 0},
+		{ptrTo[int64](9_300_000_000), maxGrace},
+		{ptrTo[int64](math.MaxInt64), maxGrace},
+	} {
+		p := &corev1.Pod{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: tc.grace}}
+		if got := gracePeriod(p); got != tc.want {
+			t.Errorf("grace %v: %v, want %v", tc.grace, got, tc.want)
+		}
 	}
 }
