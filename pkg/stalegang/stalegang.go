@@ -81,9 +81,8 @@ func (r *Reaper) reap(ctx context.Context) {
 			continue
 		}
 		logger.Info("Giving back a gang bound below its min", "podGroup", g.Key, "min", g.Min, "bound", g.Bound, "since", g.Since)
-		r.State.GivingBack(g)
+		note := r.State.GivingBack(g)
 		metrics.StaleGangs.Inc()
-		note := g.Note(time.Now())
 		for _, p := range pods {
 			go func() {
 				err := evict.WithRetries(ctx, p, func(ctx context.Context) error { return evict.Pod(ctx, r.Client, p, note) })

@@ -61,9 +61,9 @@ func (s *State) watchMissing(ctx context.Context, api string, inf cache.SharedIn
 	})
 }
 
-// foundAPIsLocked forgets the APIs that are missing no more: their
-// informers have listed them at last.
-// The default queue is created once Queues can be read.
+// foundAPIsLocked forgets the APIs that are missing no more (their
+// informers have listed them at last), creates the default queue once
+// Queues can be read, and wakes the pods that waited.
 func (s *State) foundAPIsLocked() {
 	for _, src := range s.sources {
 		if src.api != "" && s.missing[src.api] != "" && src.synced() {

@@ -50,8 +50,8 @@ type gangEntry struct {
 	// those that join later too, are tried on every node until its min is
 	// bound (narrow.go).
 	narrowMissed bool
-	// belowMinSince is when the gang was found bound below its min, with
-	// none of its placed pods waiting to bind; zero while it is not
+	// belowMinSince is when the gang was found bound below its min, its
+	// terminating members counted as bound; zero while it is not
 	// (stale.go).
 	belowMinSince time.Time
 	// terminating counts its members being deleted: out of its ranks, but

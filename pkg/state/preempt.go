@@ -309,7 +309,7 @@ func (s *State) endPreemptionLocked(pr *preemption, dropNominations bool) {
 // period of billions of seconds from overflowing into the past.
 func gracePeriod(pod *corev1.Pod) time.Duration {
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
-		return min(time.Duration(min(max(*g, 0), int64(maxGrace/time.Second)))*time.Second, maxGrace)
+		return time.Duration(min(max(*g, 0), int64(maxGrace/time.Second))) * time.Second
 	}
 	return corev1.DefaultTerminationGracePeriodSeconds * time.Second
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/gang"
 )
@@ -14,15 +13,14 @@ import (
 // a bind that failed after others of its min bound, members deleted or
 // failed and not replaced. Found so for longer than the Permit wait plus
 // staleGangSeconds, it gives back what it holds (SPEC §2.6): its bound
-// pods are evicted, leader only (pkg/stalegang). Members that finished
-// their work count towards its min; elastic gangs at or above min are
-// never touched.
+// pods are evicted, leader only (pkg/stalegang, which also counts members
+// that finished their work towards the min: the state never sees them).
+// Elastic gangs at or above min are never touched.
 
 // StaleGang is a gang found bound below its min for too long.
 type StaleGang struct {
-	Key   gang.Key
-	Group *schedv1alpha1.PodGroup
-	Min   int
+	Key gang.Key
+	Min int
 	// Bound counts its bound pods.
 	Bound int
 	Since time.Time
@@ -70,7 +68,7 @@ func (s *State) StaleGangs() []StaleGang {
 		if g == nil || g.belowMinSince.IsZero() || now.Sub(g.belowMinSince) < after || len(g.placed) >= g.min() {
 			continue // not yet, or its min is binding now
 		}
-		sg := StaleGang{Key: k, Group: g.group, Min: g.min(), Since: g.belowMinSince}
+		sg := StaleGang{Key: k, Min: g.min(), Since: g.belowMinSince}
 		for _, e := range g.placed {
 			if !e.bound {
 				continue
@@ -86,8 +84,8 @@ func (s *State) StaleGangs() []StaleGang {
 }
 
 // GivingBack reports on the gang and its pods that it gives back what it
-// holds (event GangBelowMin).
-func (s *State) GivingBack(g StaleGang) {
+// holds (event GangBelowMin), and returns what it said.
+func (s *State) GivingBack(g StaleGang) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	note := g.Note(s.clock.Now())
@@ -97,4 +95,5 @@ func (s *State) GivingBack(g StaleGang) {
 	for _, p := range g.Pods {
 		s.eventLocked(podRef(p), corev1.EventTypeWarning, "GangBelowMin", "Evicting", note)
 	}
+	return note
 }

@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"cardinal.dev/cardinal/pkg/controlplane"
 	"cardinal.dev/cardinal/test/builder"
@@ -171,7 +173,7 @@ func TestMissingAPIsReported(t *testing.T) {
 		createPodGroup(t, ns, "g", 2)
 		restore := cutRBAC(t, "scheduling.x-k8s.io")
 		s := startScheduler(t)
-		rbacCut.Add(s.LogPath)
+		markRightsCut(s)
 		named := builder.MakePod(ns, "named").Label("cardinal.dev/queue", "unreadable-q").GPU(1).Obj()
 		createPods(t, append(gangPodsOf(ns, "g", 2, 0), named, builder.MakePod(ns, "plain").Req("cpu", "100m").Obj())...)
 		waitBound(t, ns, "plain", "named")
@@ -186,7 +188,7 @@ func TestMissingAPIsReported(t *testing.T) {
 		ns := createNamespace(t, "no-queues")
 		restore := cutRBAC(t, "scheduling.cardinal.dev")
 		s := startScheduler(t)
-		rbacCut.Add(s.LogPath)
+		markRightsCut(s)
 		named := builder.MakePod(ns, "named").Label("cardinal.dev/queue", "unreadable-q").GPU(1).Obj()
 		createPods(t, named, builder.MakePod(ns, "plain").Req("cpu", "100m").Obj())
 		waitPodEvent(t, ns, "named", "queue unreadable-q cannot be read: the scheduler may not list and watch queues.scheduling.cardinal.dev")
@@ -214,5 +216,88 @@ func TestCoordinatedLeaderElectionKeptOff(t *testing.T) {
 	cands, err := env.kube.CoordinationV1beta1().LeaseCandidates("kube-system").List(context.Background(), metav1.ListOptions{})
 	if err == nil && len(cands.Items) > 0 {
 		t.Errorf("the scheduler stood for a lease: %v", cands.Items)
+	}
+}
+
+// TestWithoutCRDs: on a cluster given config/ without its CRDs, the
+// scheduler starts and schedules a pod that needs neither PodGroups nor
+// Queues (the default queue stands in without quota: no Queue can limit
+// it), and says why in an event on each pod that needs one (SPEC §6). Its
+// own control plane: the shared one has the CRDs.
+func TestWithoutCRDs(t *testing.T) {
+	ctx := context.Background()
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	objs, err := controlplane.KustomizeBuild(filepath.Join(env.root, "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs = slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "CustomResourceDefinition" })
+	a, err := controlplane.NewApplier(cp.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Apply(ctx, objs, false); err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	if _, err := kube.CoreV1().Nodes().Create(ctx, builder.MakeNode("nocrd-0").GPU(h200, 8).Obj(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nocrd"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := cp.StartScheduler(env.configPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	named := builder.MakePod("nocrd", "named").Label("cardinal.dev/queue", "team").GPU(1).Obj()
+	for _, p := range append(gangPodsOf("nocrd", "g", 2, 0), named, builder.MakePod("nocrd", "plain").Req("cpu", "100m").Obj()) {
+		if _, err := kube.CoreV1().Pods("nocrd").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = wait.PollUntilContextTimeout(ctx, poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods("nocrd").Get(ctx, "plain", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName != "", nil
+	})
+	if err != nil {
+		log, _ := os.ReadFile(s.LogPath)
+		t.Fatalf("a pod that needs no CRD was not bound: %v\n%s", err, tail(string(log), 60))
+	}
+	for pod, want := range map[string]string{
+		"g-0":   "PodGroup nocrd/g cannot be read: the CRD podgroups.scheduling.x-k8s.io is not installed",
+		"named": "queue team cannot be read: the CRD queues.scheduling.cardinal.dev is not installed",
+	} {
+		err := wait.PollUntilContextTimeout(ctx, poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+			evs, err := kube.EventsV1().Events("nocrd").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, e := range evs.Items {
+				if e.Regarding.Name == pod && strings.Contains(e.Note, want) {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Errorf("no event on pod %s containing %q", pod, want)
+		}
+	}
+	holdFor(t, holdWindow, func() error {
+		for _, name := range []string{"g-0", "g-1", "named"} {
+			if p, err := kube.CoreV1().Pods("nocrd").Get(ctx, name, metav1.GetOptions{}); err == nil && p.Spec.NodeName != "" {
+				return fmt.Errorf("pod %s bound though what it needs cannot be read", name)
+			}
+		}
+		return s.Exited()
+	})
+	if log, err := os.ReadFile(s.LogPath); err != nil || !strings.Contains(string(log), "Cardinal cannot read an API it uses") {
+		t.Errorf("the scheduler log does not say an API is missing (err %v)", err)
 	}
 }

@@ -53,7 +53,7 @@ func startSchedulerWith(t *testing.T, configPath string, extraArgs ...string) *c
 		// Every scheduler here runs as config/'s service account, on
 		// exactly the RBAC config/ ships (SPEC §6): nothing it does may be
 		// refused for want of a right.
-		if line := forbidden(string(log)); line != "" && !rbacCut.Has(s.LogPath) {
+		if line := forbidden(string(log)); line != "" && !cutRights(s) {
 			t.Errorf("the scheduler was refused by RBAC; config/rbac lacks a right it uses:\n%s", line)
 		}
 		if t.Failed() {
@@ -63,20 +63,15 @@ func startSchedulerWith(t *testing.T, configPath string, extraArgs ...string) *c
 	return s
 }
 
-// rbacCut are the logs of schedulers a test runs with rights taken away on
-// purpose.
-var rbacCut = syncSet{m: map[string]bool{}}
+// rightsCut are the logs of schedulers a test runs with rights taken away
+// on purpose (markRightsCut).
+var rightsCut sync.Map
 
-type syncSet struct {
-	mu sync.Mutex
-	m  map[string]bool
-}
+func markRightsCut(s *controlplane.Scheduler) { rightsCut.Store(s.LogPath, true) }
 
-func (s *syncSet) Add(k string) { s.mu.Lock(); defer s.mu.Unlock(); s.m[k] = true }
-func (s *syncSet) Has(k string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[k]
+func cutRights(s *controlplane.Scheduler) bool {
+	_, ok := rightsCut.Load(s.LogPath)
+	return ok
 }
 
 // forbidden returns the first line of log where the apiserver refused the
