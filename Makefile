@@ -21,7 +21,7 @@ TOOL_PKG_etcd            := go.etcd.io/etcd/server/v3
 # run kube-controller-manager's Deployment and ReplicaSet controllers.
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/cardinal-scheduler $(BIN)/kubectl-cardinal
 
-.PHONY: all build demo test verify unit integration integration-versions generate verify-generate bench fuzz soak tools clean
+.PHONY: all build demo test verify unit integration integration-versions generate verify-generate bench fuzz soak soak-report tools clean
 
 all: build
 
@@ -35,6 +35,10 @@ $(BIN)/cardinal-scheduler: FORCE
 
 $(BIN)/kubectl-cardinal: FORCE
 	$(GO) build -o $@ ./cmd/kubectl-cardinal
+
+# The scheduler with the race detector, for a share of the soak's seeds.
+$(BIN)/cardinal-scheduler-race: FORCE
+	$(GO) build -race -o $@ ./cmd/scheduler
 
 # kube-apiserver and kube-controller-manager say their release as a
 # cluster's do (Kubernetes' own build stamps it; a module build would say
@@ -78,7 +82,7 @@ verify:
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/integration)
 
-integration: $(CONTROL_PLANE) $(BIN)/kube-controller-manager
+integration: $(CONTROL_PLANE) $(BIN)/kube-controller-manager $(BIN)/cardinal-scheduler-race
 	$(GO) test -count=1 -timeout 30m ./test/integration/...
 
 # The integration tests SPEC §6's version matrix runs on kube-apiserver 1.34,
@@ -114,12 +118,21 @@ bench: $(CONTROL_PLANE) $(BIN)/scheduler-plugins-scheduler
 $(BIN)/scheduler-plugins-scheduler: bench/peer/go.mod bench/peer/go.sum bench/peer/main.go
 	cd bench/peer && $(GO) build -o $@ .
 
-## soak: seeded random runs with scheduler kills, leader failovers and API faults, every invariant
-##       checked after every step; writes docs/reliability.md (SEEDS=200, STEPS=25; SEED=n replays one)
-SEEDS ?= 200
+## soak: seeded random runs with scheduler kills, leader failovers, kube-apiserver restarts and API faults,
+##       every invariant checked after every step; every RACE_EVERY-th seed runs a scheduler built with -race;
+##       writes docs/reliability.md (SEEDS=500, FIRST=1, STEPS=25; SEED=n replays one). Split a run by seed
+##       range with RESULTS=dir on each part (FIRST, SEEDS), then `make soak-report RESULTS=dir` adds them up.
+SEEDS ?= 500
+FIRST ?= 1
 STEPS ?= 25
-soak: $(CONTROL_PLANE) $(BIN)/kube-controller-manager
-	$(GO) run ./cmd/soak --seeds $(SEEDS) --steps $(STEPS) $(if $(SEED),--seed $(SEED) -v)
+RACE_EVERY ?= 5
+soak: $(CONTROL_PLANE) $(BIN)/kube-controller-manager $(BIN)/cardinal-scheduler-race
+	$(GO) run ./cmd/soak --first $(FIRST) --seeds $(SEEDS) --steps $(STEPS) --race-every $(RACE_EVERY) \
+		$(if $(RESULTS),--results $(RESULTS)) $(if $(SEED),--seed $(SEED) -v)
+
+## soak-report: write docs/reliability.md from the seeds' results in RESULTS
+soak-report:
+	$(GO) run ./cmd/soak --report-from $(RESULTS)
 
 ## fuzz: run each fuzz target for FUZZTIME (default 10m); a crash stops it and leaves the input in the
 ##       package's testdata/fuzz, which then runs with the unit tests

@@ -194,11 +194,25 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 	}, cp.apiArgs...)
-	cp.apiserver, err = StartProcess(cp.log, cp.apiBinary, args...)
-	if err != nil {
+	cp.apiArgs = args
+	return cp.startAPIServer(ctx)
+}
+
+func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
+	var err error
+	if cp.apiserver, err = StartProcess(cp.log, cp.apiBinary, cp.apiArgs...); err != nil {
 		return err
 	}
-	return cp.waitReady(ctx, certDir)
+	return cp.waitReady(ctx, filepath.Join(cp.Dir, "certs"))
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling upgrade of
+// a control plane does), starts it again with the same flags, certificates
+// and etcd, and waits until it is ready. Clients keep their configuration:
+// the address and serving certificate stay the same.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	cp.apiserver.Stop()
+	return cp.startAPIServer(ctx)
 }
 
 // waitReady polls /readyz until the apiserver answers ok, and fails early

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -21,7 +22,16 @@ type Process struct {
 
 // StartProcess starts path with args, writing its output to log.
 func StartProcess(log io.Writer, path string, args ...string) (*Process, error) {
+	return startProcessEnv(log, nil, path, args...)
+}
+
+// startProcessEnv is StartProcess with env added to this process's
+// environment.
+func startProcessEnv(log io.Writer, env []string, path string, args ...string) (*Process, error) {
 	c := exec.Command(path, args...)
+	if len(env) > 0 {
+		c.Env = append(os.Environ(), env...)
+	}
 	c.Stdout, c.Stderr = log, log
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := c.Start(); err != nil {

@@ -48,6 +48,12 @@ func (cp *ControlPlane) StartSchedulerVia(server, configPath string, extraArgs .
 	return cp.startScheduler(filepath.Join(cp.BinDir, "cardinal-scheduler"), configPath, false, server, extraArgs...)
 }
 
+// StartSchedulerBinaryVia runs binary (a cardinal-scheduler, e.g. one
+// built with -race) as StartSchedulerVia does.
+func (cp *ControlPlane) StartSchedulerBinaryVia(binary, server, configPath string, extraArgs ...string) (*Scheduler, error) {
+	return cp.startScheduler(binary, configPath, false, server, extraArgs...)
+}
+
 func (cp *ControlPlane) startScheduler(binary, configPath string, admin bool, server string, extraArgs ...string) (*Scheduler, error) {
 	n := schedulerSeq.Add(1)
 	kubeconfig, err := cp.writeKubeconfig(fmt.Sprintf("scheduler-%d.kubeconfig", n), !admin, server)
@@ -72,7 +78,8 @@ func (cp *ControlPlane) startScheduler(binary, configPath string, admin bool, se
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(ports[0]),
 	}, extraArgs...)
-	p, err := StartProcess(logFile, binary, args...)
+	// A crash prints every goroutine's stack, not only the one that failed.
+	p, err := startProcessEnv(logFile, []string{"GOTRACEBACK=all"}, binary, args...)
 	if err != nil {
 		_ = logFile.Close()
 		return nil, err

@@ -11,10 +11,13 @@ import (
 
 // TestSoakSeeds runs the first seeds of `make soak` (test/soak): random
 // queues, nodes, gangs, pods and Deployments with scheduler kills, leader
-// failovers and API faults, every invariant checked after every step.
+// failovers, kube-apiserver restarts and API faults, every invariant
+// checked after every step; seeds 5 and 10 with a scheduler built with
+// -race.
 func TestSoakSeeds(t *testing.T) {
 	var log strings.Builder
-	opts := soak.Options{ControlPlane: env.cp, ConfigPath: filepath.Join(env.root, "config", "scheduler-config.yaml"), Steps: 25, Log: &log}
+	opts := soak.Options{ControlPlane: env.cp, ConfigPath: filepath.Join(env.root, "config", "scheduler-config.yaml"), Steps: 25, Log: &log,
+		RestartAPIServer: true, RaceBinary: filepath.Join(env.cp.BinDir, "cardinal-scheduler-race"), RaceEvery: 5}
 	for seed := uint64(1); seed <= 10; seed++ {
 		log.Reset()
 		res, err := soak.Run(context.Background(), opts, seed)

@@ -41,6 +41,35 @@ type ledger struct {
 	// targeted are pods seen marked a disruption target by Cardinal: if
 	// the watch misses a deletion, its stand-in has an older state.
 	targeted map[types.UID]bool
+	// boundAt is when each pod was first seen bound; pending are the pods
+	// seen not yet bound.
+	boundAt map[types.UID]time.Time
+	pending map[types.UID]bool
+	// targets are the disruption targets seen, in order, and the world's
+	// epoch when each was.
+	targets []target
+	// terminatingAt and goneAt are when each pod (ns/name) was first seen
+	// terminating, and gone.
+	terminatingAt, goneAt map[string]time.Time
+	// rounds are the preemptions' rounds, from their Preempting events.
+	rounds    []round
+	roundSeen map[types.UID]bool
+	changes   *changes
+}
+
+// target is a pod Cardinal marked a disruption target.
+type target struct {
+	pod *corev1.Pod
+	why string
+	at  time.Time
+}
+
+// round is one round of evictions for a preemptor (ns/name of its
+// PodGroup, or of the pod), and its victims (ns/name) as its event lists
+// them.
+type round struct {
+	preemptor string
+	victims   []string
 }
 
 type eviction struct {
@@ -48,9 +77,17 @@ type eviction struct {
 	when time.Time
 }
 
-func newLedger() *ledger {
+// newChecker makes the checks of w's run, with a ledger to fill.
+func newChecker(w *world) *checker {
+	return &checker{ledger: newLedger(&w.changes), world: w, partialSince: map[string]time.Time{}, reachedMin: map[string]bool{},
+		partialGrace: partialGrace, reported: map[types.UID]bool{}, roundsReported: map[int]bool{}}
+}
+
+func newLedger(changes *changes) *ledger {
 	return &ledger{boundTo: map[types.UID]string{}, model: map[types.UID]string{},
-		nodeModels: map[string]map[corev1.ResourceName]string{}, targeted: map[types.UID]bool{}}
+		nodeModels: map[string]map[corev1.ResourceName]string{}, targeted: map[types.UID]bool{},
+		boundAt: map[types.UID]time.Time{}, pending: map[types.UID]bool{}, terminatingAt: map[string]time.Time{}, goneAt: map[string]time.Time{},
+		roundSeen: map[types.UID]bool{}, changes: changes}
 }
 
 // setNode records the card models of a node's resources, added to those
@@ -68,20 +105,36 @@ func (l *ledger) setNode(name string, models map[corev1.ResourceName]string) {
 
 // evicted tells whether Cardinal marked p a disruption target.
 func evicted(p *corev1.Pod) bool {
+	_, ok := evictedFor(p)
+	return ok
+}
+
+// evictedFor is the message of the DisruptionTarget condition Cardinal
+// set on p, if it did.
+func evictedFor(p *corev1.Pod) (string, bool) {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
-			return true
+			return c.Message, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // seen records a pod's state from the watch.
 func (l *ledger) seen(p *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if evicted(p) {
+	now, key := time.Now(), p.Namespace+"/"+p.Name
+	if _, known := l.boundAt[p.UID]; !known && !l.pending[p.UID] {
+		l.pending[p.UID] = true // a pod new to the run asks for more
+		l.changes.note(now)
+	}
+	if why, ok := evictedFor(p); ok && !l.targeted[p.UID] {
 		l.targeted[p.UID] = true
+		l.targets = append(l.targets, target{pod: p, why: why, at: now})
+	}
+	if _, ok := l.terminatingAt[key]; !ok && p.DeletionTimestamp != nil {
+		l.terminatingAt[key] = now
 	}
 	if p.Spec.NodeName == "" {
 		return
@@ -93,6 +146,7 @@ func (l *ledger) seen(p *corev1.Pod) {
 		return
 	}
 	l.boundTo[p.UID] = p.Spec.NodeName
+	l.boundAt[p.UID] = now
 	for r, m := range l.nodeModels[p.Spec.NodeName] {
 		if q, ok := podRequests(p)[r]; ok && !q.IsZero() {
 			l.model[p.UID] = m
@@ -107,8 +161,25 @@ func (l *ledger) gone(p *corev1.Pod) {
 	defer l.mu.Unlock()
 	if evicted(p) || l.targeted[p.UID] {
 		l.evictions = append(l.evictions, eviction{pod: p, when: time.Now()})
+	} else {
+		l.changes.note(time.Now()) // gone other than by an eviction
 	}
-	delete(l.targeted, p.UID)
+	l.goneAt[p.Namespace+"/"+p.Name] = time.Now()
+}
+
+// preempting records a round of evictions from its Preempting event.
+func (l *ledger) preempting(e *corev1.Event) {
+	victims, ok := victimsOf(e.Message)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.roundSeen[e.UID] {
+		return
+	}
+	l.roundSeen[e.UID] = true
+	l.rounds = append(l.rounds, round{preemptor: e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name, victims: victims})
 }
 
 // snapshot is what one check reads from the API.
@@ -132,6 +203,14 @@ type checker struct {
 	// Permit wait: time for binds, retries and evictions to land.
 	partialGrace time.Duration
 	checks       int
+	// reported are the pods already reported bound though denied.
+	reported map[types.UID]bool
+	// targetsChecked is how many of the ledger's targets were judged for
+	// reclaims; reclaims are those seen.
+	targetsChecked int
+	reclaims       []reclaim
+	// roundsReported are the ledger's rounds already reported.
+	roundsReported map[int]bool
 }
 
 // check runs every invariant on a snapshot and returns what it violates.
@@ -141,6 +220,10 @@ func (c *checker) check(s snapshot, now time.Time) []string {
 	out = append(out, c.quota(s)...)
 	out = append(out, c.gangs(s, now)...)
 	out = append(out, c.evictions(s)...)
+	out = append(out, c.denied(s)...)
+	out = append(out, c.nonPreemptibleUse(s)...)
+	out = append(out, c.backAndForth()...)
+	out = append(out, c.secondRounds(s)...)
 	c.ledger.mu.Lock()
 	out = append(out, c.ledger.violations...)
 	c.ledger.violations = nil
@@ -170,7 +253,7 @@ func (c *checker) usage(s snapshot) (cpu map[string]int64, cards map[string]map[
 		if !bound(p) {
 			continue
 		}
-		q := p.Namespace // each queue has a namespace of its own name
+		q := c.world.queueOf(p)
 		req := podRequests(p)
 		cpu[q] += req.Cpu().MilliValue()
 		m, ok := c.ledger.model[p.UID]
@@ -195,10 +278,10 @@ func (c *checker) quota(s snapshot) []string {
 	var out []string
 	cpu, cards := c.usage(s)
 	for _, q := range c.world.queues {
-		caps := cardCaps(q)
+		quotas := cardQuotas(q)
 		for m, used := range cards[q.Name] {
-			if capacity, ok := caps[m]; !ok && used > 0 || used > capacity {
-				out = append(out, fmt.Sprintf("queue %s uses %d %s cards, capability %d: %s", q.Name, used, m, caps[m], c.holders(s, q.Name, m)))
+			if quota, ok := quotas[m]; !ok && used > 0 || used > quota.capability {
+				out = append(out, fmt.Sprintf("queue %s uses %d %s cards, capability %d: %s", q.Name, used, m, quotas[m].capability, c.holders(s, q.Name, m)))
 			}
 		}
 		if capQty, ok := q.Spec.Capability[corev1.ResourceCPU]; ok && cpu[q.Name] > capQty.MilliValue() {
@@ -215,29 +298,11 @@ func (c *checker) holders(s snapshot, queue, model string) string {
 	var out []string
 	for i := range s.pods {
 		p := &s.pods[i]
-		if bound(p) && p.Namespace == queue && c.ledger.model[p.UID] == model {
+		if bound(p) && c.world.queueOf(p) == queue && c.ledger.model[p.UID] == model {
 			out = append(out, p.Name+" on "+p.Spec.NodeName)
 		}
 	}
 	return strings.Join(out, ", ")
-}
-
-// cardCaps is a queue's capability per card model, spec.cards first, then
-// the Volcano annotation for models it does not list.
-func cardCaps(q *v1alpha1.Queue) map[string]int64 {
-	out := map[string]int64{}
-	for _, c := range q.Spec.Cards {
-		out[c.Name] = int64(c.EffectiveCapability())
-	}
-	if a, ok := q.Annotations[v1alpha1.VolcanoCardQuotaAnnotation]; ok {
-		var m, n = "", int64(0)
-		if _, err := fmt.Sscanf(strings.NewReplacer("{", "", "}", "", `"`, " ", ":", " ").Replace(a), "%s %d", &m, &n); err == nil {
-			if _, listed := out[m]; !listed {
-				out[m] = n
-			}
-		}
-	}
-	return out
 }
 
 // gangs: no gang bound below its min for longer than its Permit wait
@@ -260,7 +325,7 @@ func (c *checker) gangs(s snapshot, now time.Time) []string {
 		if b >= wl.min {
 			c.reachedMin[k] = true
 		}
-		if b < wl.min && wl.preempt != v1alpha1.Preemptible && c.reachedMin[k] {
+		if b < wl.lowestMin() && wl.preempt != v1alpha1.Preemptible && c.reachedMin[k] {
 			// All of it gone counts too: the run deletes no live gang's bound pods.
 			out = append(out, fmt.Sprintf("%s gang %s fell to %d bound, below its min of %d", wl.preempt, k, b, wl.min))
 		}
@@ -279,6 +344,14 @@ func (c *checker) gangs(s snapshot, now time.Time) []string {
 		}
 	}
 	return out
+}
+
+// lowestMin is the lowest minMember the gang has had.
+func (wl *workload) lowestMin() int {
+	if wl.minLow > 0 {
+		return wl.minLow
+	}
+	return wl.min
 }
 
 // permitWaitOf is how long a gang's members wait at Permit: its PodGroup's
@@ -303,11 +376,23 @@ func (c *checker) evictions(s snapshot) []string {
 		if wl == nil {
 			continue
 		}
-		if wl.preempt == v1alpha1.NonPreemptible {
+		// A stale gang given back (SPEC §2.6) is judged by gangs.
+		if why, _ := evictedFor(e.pod); !preemption(why) && why != "" {
+			continue
+		}
+		if c.classOf(e.pod, wl) == v1alpha1.NonPreemptible {
 			out = append(out, fmt.Sprintf("non-preemptible pod %s/%s (%s %s) was evicted", e.pod.Namespace, e.pod.Name, wl.kind, wl.name))
 		}
 	}
 	return out
+}
+
+// queueOf is the queue a pod is charged to: its workload's.
+func (w *world) queueOf(p *corev1.Pod) string {
+	if wl := w.owner(p); wl != nil && wl.queue != "" {
+		return wl.queue
+	}
+	return p.Namespace
 }
 
 // owner is the workload a pod belongs to.

@@ -67,7 +67,8 @@ func TestChecks(t *testing.T) {
 			for _, wl := range tc.work {
 				w.work[wl.ns+"/"+wl.name] = wl
 			}
-			led := newLedger()
+			c := newChecker(w)
+			led := c.ledger
 			led.setNode("n", map[corev1.ResourceName]string{builder.GPUResource: h200})
 			for i := range tc.pods {
 				led.seen(&tc.pods[i])
@@ -76,7 +77,6 @@ func TestChecks(t *testing.T) {
 				led.seen(p)
 				led.gone(p)
 			}
-			c := &checker{ledger: led, world: w, partialSince: map[string]time.Time{}, reachedMin: map[string]bool{}, partialGrace: partialGrace}
 			got := c.check(snapshot{pods: tc.pods}, t0)
 			if tc.later > 0 {
 				got = c.check(snapshot{pods: tc.pods}, t0.Add(tc.later))
@@ -95,7 +95,7 @@ func TestChecks(t *testing.T) {
 
 // TestBoundTwice: a pod seen bound to one node, then another, is flagged.
 func TestBoundTwice(t *testing.T) {
-	led := newLedger()
+	led := newChecker(&world{}).ledger
 	p := builder.MakePod("q", "p").Obj()
 	p.UID, p.Spec.NodeName = "p", "n1"
 	led.seen(p)
@@ -121,7 +121,7 @@ func TestGangKeepsItsMin(t *testing.T) {
 		want    int
 	}{{v1alpha1.SemiPreemptible, 1}, {v1alpha1.NonPreemptible, 1}, {v1alpha1.Preemptible, 0}} {
 		w := &world{work: map[string]*workload{"q/g": {kind: "gang", name: "g", ns: "q", min: 2, preempt: tc.preempt}}}
-		c := &checker{ledger: newLedger(), world: w, partialSince: map[string]time.Time{}, reachedMin: map[string]bool{}, partialGrace: partialGrace}
+		c := newChecker(w)
 		member := func(name string) corev1.Pod {
 			p := builder.MakePod("q", name).Label(schedv1alpha1.PodGroupLabel, "g").Obj()
 			p.Spec.NodeName = "n"
@@ -141,14 +141,14 @@ func TestGangKeepsItsMin(t *testing.T) {
 // its resource away (assumed before the drain) is still counted as the
 // node's product, as Cardinal charges it; the recount must not miss it.
 func TestModelAfterReslice(t *testing.T) {
-	led := newLedger()
+	w := &world{queues: []*v1alpha1.Queue{builder.MakeQueue("q").Card(h200, 1, 4).Obj()}}
+	c := newChecker(w)
+	led := c.ledger
 	led.setNode("n", map[corev1.ResourceName]string{builder.GPUResource: h200})
 	led.setNode("n", map[corev1.ResourceName]string{migRes: h200MIG})
 	p := builder.MakePod("q", "late").GPU(2).Obj()
 	p.UID, p.Spec.NodeName = "late", "n"
 	led.seen(p)
-	w := &world{queues: []*v1alpha1.Queue{builder.MakeQueue("q").Card(h200, 1, 4).Obj()}}
-	c := &checker{ledger: led, world: w}
 	if _, cards := c.usage(snapshot{pods: []corev1.Pod{*p}}); cards["q"][h200] != 2 {
 		t.Errorf("cards %v, want 2 %s for a whole-card pod bound after its node was re-sliced", cards, h200)
 	}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
 	"cardinal.dev/cardinal/test/builder"
@@ -95,6 +96,11 @@ func (r *runner) reslice(ctx context.Context, i, choice int) error {
 	if err := r.drain(ctx, name); err != nil {
 		return err
 	}
+	// Drained means its pods are gone, grace periods over.
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := r.c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: RunLabel + "=" + r.w.run, FieldSelector: "spec.nodeName=" + name})
+		return err == nil && len(pods.Items) == 0, nil
+	})
 	n, err := r.c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err

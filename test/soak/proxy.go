@@ -3,6 +3,8 @@ package soak
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -20,6 +22,8 @@ const (
 	kindQueueStatus = "Queue status"
 	kindGroupStatus = "PodGroup status"
 	kindPodDelete   = "pod deletion"
+	kindRead        = "read"
+	kindWatch       = "watch"
 )
 
 // The faults, by what the scheduler sees.
@@ -29,20 +33,24 @@ const (
 	faultError    = "500"     // refused as a server error, not made
 	faultLost     = "lost"    // made, but the answer is a server error
 	faultTimeout  = "timeout" // held, then a gateway timeout, not made
+	faultThrottle = "429"     // refused as too many requests, to retry after a second
+	faultCut      = "cut"     // a watch that ends early, its connection broken
 	faultNone     = "none"
 )
 
 // Proxy sits on loopback between the schedulers and kube-apiserver and
-// injects faults into the writes they make: binds, pod and status patches,
-// Queue and PodGroup status writes and pod deletions. Reads, watches and
-// leader election pass untouched.
+// injects faults into the writes they make (binds, pod and status patches,
+// Queue and PodGroup status writes, pod deletions), into their reads (gets
+// and lists fail or time out) and into their watches (cut after a moment).
+// Leader election passes untouched: a lost lease is a test of its own.
 type Proxy struct {
 	URL string
 
 	server *http.Server
 	mu     sync.Mutex
 	rng    *rand.Rand
-	// rate is the chance that a faultable write is faulted; 0 turns faults off.
+	// rate is the chance that a faultable write is faulted, and twice the
+	// chance for a read or watch; 0 turns faults off.
 	rate float64
 	// counts are faults injected, by kind of write and fault.
 	counts map[string]map[string]int
@@ -63,6 +71,8 @@ func NewProxy(target string, transport http.RoundTripper, seed uint64) (*Proxy, 
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = transport
 	rp.FlushInterval = -1 // watches stream
+	// A watch cut on purpose is no error worth a line.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 		if r.Context().Err() == nil {
 			writeStatus(w, http.StatusBadGateway, "BadGateway", err.Error())
@@ -104,7 +114,7 @@ func (p *Proxy) Close() {
 
 func (p *Proxy) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		kind := classify(r.Method, r.URL.Path)
+		kind := classify(r)
 		fault, delay := p.pick(kind)
 		switch fault {
 		case faultDelay:
@@ -120,6 +130,15 @@ func (p *Proxy) handler(next http.Handler) http.Handler {
 		case faultTimeout:
 			sleep(r.Context(), delay)
 			writeStatus(w, http.StatusGatewayTimeout, "Timeout", "the request timed out (injected)")
+		case faultThrottle:
+			w.Header().Set("Retry-After", "1")
+			writeStatus(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later (injected)")
+		case faultCut:
+			// The reverse proxy aborts the connection when its context
+			// ends mid-stream: the watcher sees it broken and watches again.
+			ctx, cancel := context.WithTimeout(r.Context(), delay)
+			defer cancel()
+			next.ServeHTTP(w, r.WithContext(ctx))
 		default:
 			next.ServeHTTP(w, r)
 		}
@@ -133,10 +152,17 @@ func (p *Proxy) pick(kind string) (string, time.Duration) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.rate == 0 || p.rng.Float64() >= p.rate {
+	rate := p.rate
+	faults := []string{faultDelay, faultConflict, faultError, faultLost, faultTimeout}
+	switch kind {
+	case kindRead:
+		rate, faults = p.rate/2, []string{faultDelay, faultError, faultThrottle, faultTimeout}
+	case kindWatch:
+		rate, faults = p.rate/2, []string{faultCut}
+	}
+	if rate == 0 || p.rng.Float64() >= rate {
 		return faultNone, 0
 	}
-	faults := []string{faultDelay, faultConflict, faultError, faultLost, faultTimeout}
 	fault := faults[p.rng.IntN(len(faults))]
 	if p.counts[kind] == nil {
 		p.counts[kind] = map[string]int{}
@@ -145,12 +171,24 @@ func (p *Proxy) pick(kind string) (string, time.Duration) {
 	return fault, time.Duration(100+p.rng.IntN(1900)) * time.Millisecond
 }
 
-// classify names the faultable write a request is, or "": paths end
-// .../pods/NAME/binding, .../<resource>/NAME/status, or .../pods/NAME for a
-// deletion.
-func classify(method, path string) string {
+// classify names the faultable request r is, or "": a read or watch of
+// anything but leases; a write whose path ends .../pods/NAME/binding,
+// .../<resource>/NAME/status, or .../pods/NAME for a deletion.
+func classify(r *http.Request) string {
+	method, path := r.Method, r.URL.Path
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	n := len(parts)
+	if method == http.MethodGet {
+		// Resources, not discovery: /api/v1/<resource>..., /apis/<group>/<version>/<resource>...
+		resource := parts[0] == "api" && n >= 3 || parts[0] == "apis" && n >= 4
+		if !resource || strings.Contains(path, "/leases") {
+			return ""
+		}
+		if w := r.URL.Query().Get("watch"); w == "true" || w == "1" {
+			return kindWatch
+		}
+		return kindRead
+	}
 	if n < 3 {
 		return ""
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,8 +33,20 @@ func (r *runner) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	led := newLedger()
-	r.checker = &checker{ledger: led, world: w, partialSince: map[string]time.Time{}, reachedMin: map[string]bool{}, partialGrace: partialGrace}
+	w.makeTenants()
+	for _, t := range w.tenants {
+		labels := map[string]string{RunLabel: w.run}
+		if t.team != "" {
+			labels[TeamLabel] = t.team
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: t.name, Labels: labels}}
+		if _, err := r.c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	r.checker = newChecker(w)
+	r.checker.partialGrace *= r.slowdown
+	led := r.checker.ledger
 	for range 3 + w.pick(4) {
 		if err := r.addNode(ctx); err != nil {
 			return err
@@ -57,7 +70,7 @@ func (r *runner) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	r.log("  %d queues, %d nodes, %d scheduler replicas, faults on %.0f%% of writes", len(w.queues), len(w.nodes), w.replicas, w.faults*100)
+	r.log("  %d queues (%s), tenants %v, %d nodes, %d scheduler replicas (race %v), faults on %.0f%% of writes", len(w.queues), selectors(w.queues), w.tenants, len(w.nodes), w.replicas, r.res.Race, w.faults*100)
 
 	wctx, stop := context.WithCancel(ctx)
 	r.stop = stop
@@ -77,9 +90,34 @@ func (r *runner) setUp(ctx context.Context) error {
 			}
 		},
 	})
+	// The preemptions' rounds, from the events that list their victims.
+	ev := informers.NewSharedInformerFactoryWithOptions(r.c.kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = "reason=Preempting"
+	}))
+	_, _ = ev.Core().V1().Events().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.preempting(led, obj) },
+		UpdateFunc: func(_, obj any) { r.preempting(led, obj) },
+	})
 	f.Start(wctx.Done())
+	ev.Start(wctx.Done())
 	f.WaitForCacheSync(wctx.Done())
+	ev.WaitForCacheSync(wctx.Done())
+	go r.kubelet(wctx, inf.GetStore())
 	return nil
+}
+
+// selectors says which queues serve only their team's namespaces.
+func selectors(qs []*v1alpha1.Queue) string {
+	var out []string
+	for _, q := range qs {
+		if q.Spec.NamespaceSelector != nil {
+			out = append(out, q.Name+" team only")
+		}
+	}
+	if len(out) == 0 {
+		return "none team only"
+	}
+	return strings.Join(out, ", ")
 }
 
 // createQueue makes a queue and a namespace of its name in it.
@@ -87,7 +125,7 @@ func (r *runner) createQueue(ctx context.Context, q *v1alpha1.Queue) error {
 	if _, err := r.c.cardinal.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: q.Name, Labels: map[string]string{v1alpha1.QueueLabel: q.Name, RunLabel: r.w.run}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: q.Name, Labels: map[string]string{v1alpha1.QueueLabel: q.Name, RunLabel: r.w.run, TeamLabel: q.Name}}}
 	_, err := r.c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 	return err
 }
@@ -136,12 +174,13 @@ func soakConfig(path, dir, run string) (string, error) {
 }
 
 func (r *runner) startScheduler() error {
-	s, err := r.opts.ControlPlane.StartSchedulerVia(r.proxy.URL, r.config,
+	s, err := r.opts.ControlPlane.StartSchedulerBinaryVia(r.binary, r.proxy.URL, r.config,
 		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
 	if err != nil {
 		return err
 	}
 	r.scheds = append(r.scheds, s)
+	r.started = append(r.started, s)
 	return nil
 }
 
@@ -160,13 +199,20 @@ func (r *runner) cleanup() {
 	}
 	sel := metav1.ListOptions{LabelSelector: RunLabel + "=" + r.w.run}
 	zero := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	namespaces := make([]string, 0, len(r.w.queues)+len(r.w.tenants))
 	for _, q := range r.w.queues {
-		_ = r.c.kube.AppsV1().Deployments(q.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-		_ = r.c.kube.AppsV1().ReplicaSets(q.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-		_ = r.c.groups.SchedulingV1alpha1().PodGroups(q.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-		_ = r.c.kube.CoreV1().Pods(q.Name).DeleteCollection(ctx, zero, metav1.ListOptions{})
+		namespaces = append(namespaces, q.Name)
 		_ = r.c.cardinal.SchedulingV1alpha1().Queues().Delete(ctx, q.Name, metav1.DeleteOptions{})
-		_ = r.c.kube.CoreV1().Namespaces().Delete(ctx, q.Name, metav1.DeleteOptions{})
+	}
+	for _, t := range r.w.tenants {
+		namespaces = append(namespaces, t.name)
+	}
+	for _, ns := range namespaces {
+		_ = r.c.kube.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = r.c.kube.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = r.c.groups.SchedulingV1alpha1().PodGroups(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = r.c.kube.CoreV1().Pods(ns).DeleteCollection(ctx, zero, metav1.ListOptions{})
+		_ = r.c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	}
 	_ = r.c.kube.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
 }

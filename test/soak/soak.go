@@ -19,7 +19,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,6 +49,9 @@ const (
 	// quietWithin bounds how long the scheduler's numbers may take to
 	// equal a recount from the API once nothing changes.
 	quietWithin = 45 * time.Second
+	// raceSlowdown stretches these bounds for a scheduler built with
+	// -race, which runs several times slower.
+	raceSlowdown = 2
 )
 
 // Options configure runs.
@@ -60,15 +63,30 @@ type Options struct {
 	Steps int
 	// Log, if set, gets a line per step.
 	Log io.Writer
+	// RaceBinary, if set, is a cardinal-scheduler built with -race, which
+	// runs the seeds that RaceEvery divides: a data race it reports is a
+	// violation.
+	RaceBinary string
+	RaceEvery  uint64
+	// RestartAPIServer lets steps restart kube-apiserver. Off, those steps
+	// do nothing.
+	RestartAPIServer bool
 }
 
 // Result is what one seed's run did and found.
 type Result struct {
-	Seed       uint64
-	Steps      int
-	Checks     int
-	Restarts   int
-	Failovers  int
+	Seed      uint64
+	Steps     int
+	Checks    int
+	Restarts  int
+	Failovers int
+	// APIRestarts counts kube-apiserver restarts; Relabels and MinChanges
+	// the running workloads relabelled and gangs' minMember changed.
+	APIRestarts int
+	Relabels    int
+	MinChanges  int
+	// Race: the run's schedulers were built with -race.
+	Race       bool
 	Faults     map[string]map[string]int
 	Violations []string
 	Took       time.Duration
@@ -87,7 +105,11 @@ func Run(ctx context.Context, opts Options, seed uint64) (*Result, error) {
 	c := clients{kube: kubernetes.NewForConfigOrDie(cfg), cardinal: cardinalclient.NewForConfigOrDie(cfg), groups: pgclient.NewForConfigOrDie(cfg)}
 	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, 0xca4d)), run: fmt.Sprintf("soak-%d", seed),
 		nodes: map[string]*node{}, work: map[string]*workload{}}
-	r := &runner{opts: opts, c: c, w: w, res: &Result{Seed: seed}}
+	r := &runner{opts: opts, c: c, w: w, res: &Result{Seed: seed}, binary: filepath.Join(opts.ControlPlane.BinDir, "cardinal-scheduler")}
+	r.slowdown = 1
+	if opts.RaceBinary != "" && opts.RaceEvery > 0 && seed%opts.RaceEvery == 0 {
+		r.binary, r.res.Race, r.slowdown = opts.RaceBinary, true, raceSlowdown
+	}
 	r.log("seed %d", seed)
 	defer r.cleanup()
 	if err := r.setUp(ctx); err != nil {
@@ -106,19 +128,25 @@ func Run(ctx context.Context, opts Options, seed uint64) (*Result, error) {
 	if err := r.finish(ctx); err != nil {
 		return nil, err
 	}
+	r.checkLogs()
 	r.res.Faults = r.proxy.Counts()
 	r.res.Took = time.Since(start)
 	return r.res, nil
 }
 
 type runner struct {
-	opts    Options
-	c       clients
-	w       *world
-	res     *Result
-	proxy   *Proxy
-	config  string
-	scheds  []*controlplane.Scheduler
+	opts   Options
+	c      clients
+	w      *world
+	res    *Result
+	proxy  *Proxy
+	config string
+	binary string
+	// slowdown stretches the time bounds (1, or raceSlowdown).
+	slowdown time.Duration
+	scheds   []*controlplane.Scheduler
+	// started are every scheduler the run started, for their logs.
+	started []*controlplane.Scheduler
 	checker *checker
 	stop    context.CancelFunc
 }
@@ -145,81 +173,62 @@ func lostLease(log string) bool {
 // step makes one random change.
 func (r *runner) step(ctx context.Context, i int) error {
 	w := r.w
-	for _, s := range r.scheds {
-		if err := s.Exited(); err != nil {
-			// kube-scheduler ends when it cannot renew its lease in time,
-			// by design; anything else is a crash.
-			if log, _ := os.ReadFile(s.LogPath); !lostLease(string(log)) {
-				r.violate(fmt.Sprintf("a scheduler ended by itself: %v (log %s)%s", err, s.LogPath, crashOf(string(log))))
-			}
-			r.scheds = without(r.scheds, s)
-			if err := r.startScheduler(); err != nil {
-				return err
-			}
+	for range r.reapExited() {
+		if err := r.startScheduler(); err != nil {
+			return err
 		}
 	}
 	// Every step draws the same numbers whatever the API shows, so a seed
 	// keeps its steps when placements differ.
-	roll, choice := w.pick(100), w.pick(1<<20)
+	roll, choice, aux := w.pick(100), w.pick(1<<20), w.pick(1<<20)
 	switch {
-	case roll < 30:
-		wl, pg, pods := w.newGang(false)
-		r.log("  %d: gang %s/%s, min %d of %d, %d %s each, %s, %s", i, wl.ns, wl.name, wl.min, len(pods), wl.cards, wl.res, wl.priority, wl.preempt)
-		if _, err := r.c.groups.SchedulingV1alpha1().PodGroups(wl.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		return r.createPods(ctx, pods)
-	case roll < 40:
-		wl, _, pods := w.newGang(true)
+	case roll < 22:
+		return r.createGang(ctx, i, false)
+	case roll < 28:
+		return r.createGang(ctx, i, true)
+	case roll < 35:
+		wl, _, pods := w.newGang(true, false)
 		r.log("  %d: pod %s/%s, %d %s, %s, %s", i, wl.ns, wl.name, wl.cards, wl.res, wl.priority, wl.preempt)
+		w.changed()
 		return r.createPods(ctx, pods)
-	case roll < 47:
+	case roll < 41:
 		wl, d := w.newDeployment()
 		r.log("  %d: Deployment %s/%s of %d, %s, %s", i, wl.ns, wl.name, wl.replicas, wl.priority, wl.preempt)
+		w.changed()
 		_, err := r.c.kube.AppsV1().Deployments(wl.ns).Create(ctx, d, metav1.CreateOptions{})
 		return err
-	case roll < 52:
-		ds := w.liveWork("deployment")
-		if len(ds) == 0 {
-			return nil
-		}
-		wl := ds[choice%len(ds)]
-		wl.replicas = int32(choice % 4)
-		r.log("  %d: Deployment %s/%s scaled to %d", i, wl.ns, wl.name, wl.replicas)
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			d, err := r.c.kube.AppsV1().Deployments(wl.ns).Get(ctx, wl.name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			d.Spec.Replicas = ptr.To(wl.replicas)
-			_, err = r.c.kube.AppsV1().Deployments(wl.ns).Update(ctx, d, metav1.UpdateOptions{})
-			return err
-		})
-	case roll < 62:
+	case roll < 45:
+		return r.scale(ctx, i, choice)
+	case roll < 53:
 		ws := w.liveWork("")
 		if len(ws) == 0 {
 			return nil
 		}
 		wl := ws[choice%len(ws)]
 		r.log("  %d: delete %s %s/%s", i, wl.kind, wl.ns, wl.name)
+		w.changed()
 		return r.deleteWork(ctx, wl)
-	case roll < 67:
+	case roll < 57:
+		w.changed()
 		return r.deletePending(ctx, i, choice)
-	case roll < 72:
+	case roll < 61:
+		w.changed()
 		return r.removeNode(ctx, i, choice)
-	case roll < 77:
+	case roll < 65:
 		r.log("  %d: add a node", i)
+		w.changed()
 		return r.addNode(ctx)
-	case roll < 81:
+	case roll < 68:
+		w.changed()
 		return r.reslice(ctx, i, choice)
-	case roll < 87:
+	case roll < 73:
 		s := r.scheds[choice%len(r.scheds)]
 		r.log("  %d: kill -9 a scheduler, start another", i)
 		s.Kill()
 		r.scheds = without(r.scheds, s)
 		r.res.Restarts++
 		return r.startScheduler()
-	case roll < 92:
+	case roll < 77:
 		if len(r.scheds) < 2 {
 			return nil
 		}
@@ -232,12 +241,51 @@ func (r *runner) step(ctx context.Context, i int) error {
 		r.scheds = without(r.scheds, leader)
 		r.res.Failovers++
 		return r.startScheduler()
+	case roll < 83:
+		return r.relabel(ctx, i, choice, aux)
+	case roll < 87:
+		return r.changeMin(ctx, i, choice, aux)
+	case roll < 88:
+		return r.restartAPIServer(ctx, i)
 	default:
 		w.faults = []float64{0, 0.05, 0.15, 0.3}[choice%4]
-		r.log("  %d: faults on %.0f%% of writes", i, w.faults*100)
+		r.log("  %d: faults on %.0f%% of writes, %.0f%% of reads and watches", i, w.faults*100, w.faults*50)
 		r.proxy.SetRate(w.faults)
 	}
 	return nil
+}
+
+// createGang makes a gang, of a queue's namespace or of a tenant's.
+func (r *runner) createGang(ctx context.Context, i int, ofTenant bool) error {
+	wl, pg, pods := r.w.newGang(false, ofTenant)
+	r.log("  %d: gang %s/%s of queue %s (denied %v), min %d of %d, %d %s each (sidecar %v), %s, %s, grace %ds",
+		i, wl.ns, wl.name, wl.queue, wl.denied, wl.min, len(pods), wl.cards, wl.res, wl.sidecar, wl.priority, wl.preempt, wl.grace)
+	r.w.changed()
+	if _, err := r.c.groups.SchedulingV1alpha1().PodGroups(wl.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return r.createPods(ctx, pods)
+}
+
+// scale scales a Deployment to 0..3.
+func (r *runner) scale(ctx context.Context, i, choice int) error {
+	ds := r.w.liveWork("deployment")
+	if len(ds) == 0 {
+		return nil
+	}
+	wl := ds[choice%len(ds)]
+	wl.replicas = int32(choice % 4)
+	r.log("  %d: Deployment %s/%s scaled to %d", i, wl.ns, wl.name, wl.replicas)
+	r.w.changed()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := r.c.kube.AppsV1().Deployments(wl.ns).Get(ctx, wl.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To(wl.replicas)
+		_, err = r.c.kube.AppsV1().Deployments(wl.ns).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 func (r *runner) createPods(ctx context.Context, pods []*corev1.Pod) error {
@@ -249,7 +297,8 @@ func (r *runner) createPods(ctx context.Context, pods []*corev1.Pod) error {
 	return nil
 }
 
-// deleteWork deletes a workload whole, as a job's operator does.
+// deleteWork deletes a workload whole, as a job's operator does; its
+// pods end after their grace period.
 func (r *runner) deleteWork(ctx context.Context, wl *workload) error {
 	wl.deleted = true
 	var err error
@@ -258,22 +307,28 @@ func (r *runner) deleteWork(ctx context.Context, wl *workload) error {
 		// No garbage collector runs here: the ReplicaSets and pods go too.
 		// A deployment controller that had not yet seen the Deployment go
 		// may make a ReplicaSet after: each call deletes what it finds.
+		// Its pods first, so that they terminate classed by their owner.
 		sel := metav1.ListOptions{LabelSelector: "app=" + wl.name}
-		err = ignoreNotFound(r.c.kube.AppsV1().Deployments(wl.ns).Delete(ctx, wl.name, metav1.DeleteOptions{}))
+		err = r.c.kube.CoreV1().Pods(wl.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
+		if err == nil {
+			err = ignoreNotFound(r.c.kube.AppsV1().Deployments(wl.ns).Delete(ctx, wl.name, metav1.DeleteOptions{}))
+		}
 		if err == nil {
 			err = r.c.kube.AppsV1().ReplicaSets(wl.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
 		}
 		if err == nil {
-			err = r.c.kube.CoreV1().Pods(wl.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel)
+			err = r.c.kube.CoreV1().Pods(wl.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
 		}
-	case "gang":
-		err = r.c.groups.SchedulingV1alpha1().PodGroups(wl.ns).Delete(ctx, wl.name, metav1.DeleteOptions{})
-		fallthrough
 	default:
+		// The pods first: a gang's PodGroup gone while they terminate
+		// would leave them classed by their own labels alone.
 		for _, name := range wl.pods {
-			if e := ignoreNotFound(r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})); e != nil && err == nil {
+			if e := ignoreNotFound(r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, name, metav1.DeleteOptions{})); e != nil && err == nil {
 				err = e
 			}
+		}
+		if wl.kind == "gang" && err == nil {
+			err = r.c.groups.SchedulingV1alpha1().PodGroups(wl.ns).Delete(ctx, wl.name, metav1.DeleteOptions{})
 		}
 	}
 	return ignoreNotFound(err)

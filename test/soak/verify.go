@@ -82,7 +82,7 @@ func (r *runner) finish(ctx context.Context) error {
 		}
 	}
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, quietWithin, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, quietWithin*r.slowdown, true, func(ctx context.Context) (bool, error) {
 		if err := r.checkNow(ctx); err != nil {
 			return false, err
 		}
@@ -110,7 +110,7 @@ func (r *runner) finish(ctx context.Context) error {
 		if last == "" {
 			return fmt.Errorf("waiting for the run to go quiet: %w", err)
 		}
-		r.violate(fmt.Sprintf("once quiet, the scheduler's numbers still differ from the API after %s: %s", quietWithin, last))
+		r.violate(fmt.Sprintf("once quiet, the scheduler's numbers still differ from the API after %s: %s", quietWithin*r.slowdown, last))
 	}
 	return r.probe(ctx)
 }
@@ -202,12 +202,12 @@ func (r *runner) probe(ctx context.Context) error {
 	if _, err := r.c.kube.CoreV1().Pods(q.Name).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, fitsWithin, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, fitsWithin*r.slowdown, true, func(ctx context.Context) (bool, error) {
 		got, err := r.c.kube.CoreV1().Pods(q.Name).Get(ctx, "probe", metav1.GetOptions{})
 		return err == nil && got.Spec.NodeName != "", nil
 	})
 	if err != nil {
-		r.violate(fmt.Sprintf("a plain pod that fits did not bind within %s", fitsWithin))
+		r.violate(fmt.Sprintf("a plain pod that fits did not bind within %s", fitsWithin*r.slowdown))
 	}
 	return nil
 }

@@ -21,6 +21,10 @@ import (
 // so the checks see only it and pods land only on its nodes.
 const RunLabel = "soak.cardinal.dev/run"
 
+// TeamLabel on a namespace names the team it belongs to; a queue that
+// serves only its team selects it (spec.namespaceSelector).
+const TeamLabel = "soak.cardinal.dev/team"
+
 // The card models of the run's nodes.
 const (
 	h200    = "NVIDIA-H200"
@@ -44,19 +48,43 @@ type node struct {
 
 // workload is a gang (with a PodGroup), a single pod or a Deployment.
 type workload struct {
-	kind      string // gang, pod, deployment
-	name, ns  string
-	min       int
-	pods      []string // names of the pods the runner made (gangs and single pods)
-	res       corev1.ResourceName
-	cards     int64
-	priority  string
-	preempt   string // what its pods resolve to (SPEC §5.1), as the runner set it
-	deleted   bool
-	replicas  int32
-	generated int
+	kind     string // gang, pod, deployment
+	name, ns string
+	// queue is the queue its pods are charged to: the namespace's, or the
+	// one a tenant's labels name.
+	queue string
+	// denied: a tenant's workload naming a queue its namespace may not use
+	// (SPEC §1.1): none of its pods may bind.
+	denied bool
+	// min is its PodGroup's minMember now; minLow the lowest it has been.
+	min, minLow int
+	pods        []string // names of the pods the runner made (gangs and single pods)
+	res         corev1.ResourceName
+	cards       int64
+	priority    string
+	preempt     string // what its pods resolve to (SPEC §5.1), as the runner set it
+	deleted     bool
+	replicas    int32
+	generated   int
 	// timeout is the PodGroup's scheduleTimeoutSeconds, 0 if unset.
 	timeout time.Duration
+	// grace is its pods' terminationGracePeriodSeconds.
+	grace int64
+	// sidecar: its pods have a restartable init container asking a card
+	// of their resource besides the main container's.
+	sidecar bool
+	// relabelledAt is when the run relabelled it non-preemptible, and
+	// preemptAfter what pods placed from then on are (SPEC §3.7): pods
+	// placed before keep preempt.
+	relabelledAt time.Time
+	preemptAfter string
+}
+
+// tenant is a namespace of the run that no queue is named after: its
+// workloads name their queue by label.
+type tenant struct {
+	name string
+	team string // its TeamLabel, "" for none
 }
 
 // world is what a seed's run made and still has.
@@ -65,12 +93,25 @@ type world struct {
 	rng      *rand.Rand
 	run      string // the RunLabel value
 	queues   []*v1alpha1.Queue
+	tenants  []tenant
 	nodes    map[string]*node
 	work     map[string]*workload // by ns/name
 	nodeSeq  int
 	workSeq  int
 	faults   float64
 	replicas int
+	// changes are the run's changes to what queues ask for or the nodes
+	// hold: a reclaim and its reverse with none between are capacity going
+	// back and forth (SPEC §5.6). The ledger adds to them from its watch.
+	changes changes
+}
+
+// current is the preemptibility of the workload's pods placed from now on.
+func (wl *workload) current() string {
+	if wl.preemptAfter != "" {
+		return wl.preemptAfter
+	}
+	return wl.preempt
 }
 
 func (w *world) pick(n int) int { return w.rng.IntN(n) }
@@ -102,8 +143,29 @@ func (w *world) makeQueues() {
 		if w.chance(0.3) {
 			q.Spec.Capability = corev1.ResourceList{corev1.ResourceCPU: *resourceQty(int64(4 + w.pick(12)))}
 		}
+		if w.chance(0.4) {
+			q.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{TeamLabel: q.Name}}
+		}
 		w.queues = append(w.queues, q)
 	}
+}
+
+// makeTenants makes 1 or 2 tenant namespaces, each of one queue's team or
+// of none.
+func (w *world) makeTenants() {
+	for i := range 1 + w.pick(2) {
+		t := tenant{name: fmt.Sprintf("%s-t%d", w.run, i)}
+		if j := w.pick(len(w.queues) + 1); j < len(w.queues) {
+			t.team = w.queues[j].Name
+		}
+		w.tenants = append(w.tenants, t)
+	}
+}
+
+// mayUse tells whether namespace ns (of team) may use queue q.
+func mayUse(q *v1alpha1.Queue, team string) bool {
+	sel := q.Spec.NamespaceSelector
+	return sel == nil || len(sel.MatchLabels) == 0 || sel.MatchLabels[TeamLabel] == team
 }
 
 // newNode makes a node of a random kind: 4 or 8 H200, 4 A100, or an H200
@@ -133,20 +195,33 @@ func (w *world) newNode() *corev1.Node {
 
 // newGang makes a gang of min..min+3 pods, each asking for 1 or 2 cards of
 // one resource, with a priority and a preemptibility set at one of its
-// sources (or left to the priority rule).
-func (w *world) newGang(single bool) (*workload, *schedv1alpha1.PodGroup, []*corev1.Pod) {
+// sources (or left to the priority rule). A tenant's names its queue by
+// label, on the PodGroup or the pods, a queue it may use or not.
+func (w *world) newGang(single, ofTenant bool) (*workload, *schedv1alpha1.PodGroup, []*corev1.Pod) {
 	w.workSeq++
 	q := w.queues[w.pick(len(w.queues))]
-	wl := &workload{kind: "gang", name: fmt.Sprintf("g%d", w.workSeq), ns: q.Name, min: 1 + w.pick(4)}
+	wl := &workload{kind: "gang", name: fmt.Sprintf("g%d", w.workSeq), ns: q.Name, queue: q.Name, min: 1 + w.pick(4)}
 	n := wl.min + w.pick(4)
 	if single {
 		wl.kind, wl.name, wl.min, n = "pod", fmt.Sprintf("p%d", w.workSeq), 1, 1
 	}
+	wl.minLow = wl.min
+	var groupLabels, podLabels map[string]string
+	if ofTenant {
+		t := w.tenants[w.pick(len(w.tenants))]
+		wl.ns, wl.denied = t.name, !mayUse(q, t.team)
+		l := map[string]string{v1alpha1.QueueLabel: q.Name}
+		if !single && w.chance(0.5) {
+			groupLabels = l
+		} else {
+			podLabels = l
+		}
+	}
 	w.cardsOf(wl)
+	w.podShape(wl)
 	prioNames := []string{"soak-low", "soak-mid", "soak-high"}
 	wl.priority = prioNames[w.pick(len(prioNames))]
 	wl.preempt = byPriority(wl.priority)
-	var groupLabels, podLabels map[string]string
 	if w.chance(0.5) {
 		v := preemptibilities[w.pick(len(preemptibilities))]
 		if single && v == v1alpha1.SemiPreemptible {
@@ -157,11 +232,10 @@ func (w *world) newGang(single bool) (*workload, *schedv1alpha1.PodGroup, []*cor
 		} else {
 			wl.preempt = v
 		}
-		l := map[string]string{v1alpha1.PreemptibilityLabel: v}
 		if !single && w.chance(0.5) {
-			groupLabels = l
+			groupLabels = with(groupLabels, v1alpha1.PreemptibilityLabel, v)
 		} else {
-			podLabels = l
+			podLabels = with(podLabels, v1alpha1.PreemptibilityLabel, v)
 		}
 	}
 	var pg *schedv1alpha1.PodGroup
@@ -204,8 +278,40 @@ func (w *world) newPod(wl *workload, labels map[string]string) *corev1.Pod {
 	}
 	p := b.Obj()
 	p.Spec.PriorityClassName = wl.priority
+	shapePod(p, wl)
 	wl.pods = append(wl.pods, name)
 	return p
+}
+
+// podShape picks how a workload's pods end: most at once, some with a
+// grace period the run's kubelet honours; and whether a sidecar asks a
+// card too.
+func (w *world) podShape(wl *workload) {
+	wl.grace = []int64{0, 0, 0, 2, 5, 10}[w.pick(6)]
+	wl.sidecar = wl.kind != "deployment" && w.chance(0.15)
+}
+
+// shapePod gives a pod its workload's grace period and sidecar: a
+// restartable init container asking a card of the pod's card resource,
+// which Kubernetes adds to the main container's (SPEC §4.1).
+func shapePod(p *corev1.Pod, wl *workload) {
+	p.Spec.TerminationGracePeriodSeconds = ptr.To(wl.grace)
+	if !wl.sidecar {
+		return
+	}
+	one := corev1.ResourceList{wl.res: *resourceQty(1)}
+	p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{
+		Name: "sidecar", Image: p.Spec.Containers[0].Image, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		Resources: corev1.ResourceRequirements{Requests: one, Limits: one},
+	})
+}
+
+func with(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
 }
 
 // newDeployment makes a Deployment of 1 to 3 one-card pods, its
@@ -213,8 +319,9 @@ func (w *world) newPod(wl *workload, labels map[string]string) *corev1.Pod {
 func (w *world) newDeployment() (*workload, *appsv1.Deployment) {
 	w.workSeq++
 	q := w.queues[w.pick(len(w.queues))]
-	wl := &workload{kind: "deployment", name: fmt.Sprintf("d%d", w.workSeq), ns: q.Name, min: 1, replicas: int32(1 + w.pick(3))}
+	wl := &workload{kind: "deployment", name: fmt.Sprintf("d%d", w.workSeq), ns: q.Name, queue: q.Name, min: 1, minLow: 1, replicas: int32(1 + w.pick(3))}
 	w.cardsOf(wl)
+	w.podShape(wl)
 	wl.cards = 1
 	wl.priority = []string{"soak-low", "soak-high"}[w.pick(2)]
 	wl.preempt = byPriority(wl.priority)
@@ -226,6 +333,7 @@ func (w *world) newDeployment() (*workload, *appsv1.Deployment) {
 	pod := builder.MakePod(wl.ns, "").Label(RunLabel, w.run).Label("app", wl.name).NodeSelector(RunLabel, w.run).
 		Req(corev1.ResourceCPU, "500m").Extended(wl.res, 1).Obj()
 	pod.Spec.PriorityClassName = wl.priority
+	shapePod(pod, wl)
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wl.ns, Name: wl.name, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
