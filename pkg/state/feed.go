@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -81,16 +80,18 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 		return err
 	}
 	if !s.settings.ReadOnly {
-		err := ensureQueue(ctx, cc, s.settings.DefaultQueue)
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
-			return err
-		}
 		// Without the Queue CRD or the right to it, the default queue is
 		// created once Queues can be read (apis.go).
 		s.kube.ensureDefaultQueue = func() {
 			if err := ensureQueue(ctx, cc, s.settings.DefaultQueue); err != nil {
 				klog.FromContext(ctx).Error(err, "Creating the default queue", "queue", s.settings.DefaultQueue)
 			}
+		}
+		if err := ensureQueue(ctx, cc, s.settings.DefaultQueue); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+			// A kube-apiserver restarting or slow to answer must not stop
+			// the scheduler from starting: it tries again meanwhile.
+			klog.FromContext(ctx).Error(err, "Creating the default queue; trying again in the background", "queue", s.settings.DefaultQueue)
+			go s.retryDefaultQueue(ctx, cc)
 		}
 	}
 	// PodGroups, Queues and namespaces before pods: a pod's queue is read
@@ -165,21 +166,6 @@ func (s *State) KubeConfig() *rest.Config {
 
 // Attached tells whether a Cardinal plugin has attached the state.
 func (s *State) Attached() bool { return s.attached.Load() }
-
-// ensureQueue creates the default queue if it does not exist, as Volcano
-// does, so pods that name no queue run without setup: it has weight 1, no
-// guarantee and no cap. A queue an administrator created is left as it is.
-func ensureQueue(ctx context.Context, cc cardinalclient.Interface, name string) error {
-	_, err := cc.SchedulingV1alpha1().Queues().Get(ctx, name, metav1.GetOptions{})
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.QueueSpec{Weight: 1}}
-	if _, err := cc.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the default queue %s: %w", name, err)
-	}
-	return nil
-}
 
 // ensurePodLocked returns a pod's entry, recording the pod first if the
 // state has not seen it yet: the scheduler's own informer handler can run
