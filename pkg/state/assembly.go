@@ -437,4 +437,7 @@ func (s *State) tick() {
 		s.activateLocked(maps.Values(s.deferred))
 		s.deferred = map[types.UID]*corev1.Pod{}
 	}
+	if synced && len(s.unverified) > 0 {
+		s.verifyPlacementsLocked()
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // The books are kept as they were decided (SPEC §3.7): a placed pod stays
@@ -27,6 +28,30 @@ func (s *State) PlacedAs(pod *corev1.Pod) (string, bool) {
 		return "", false
 	}
 	return formatPlacement(*e.placedAs), true
+}
+
+// nonPreemptible tells whether the pod is charged as non-preemptible work:
+// non-preemptible pods, and the min members of semi-preemptible gangs
+// (SPEC §5.2), which may use only their queue's guarantee (SPEC §3.5). A
+// placed pod is charged so only if it was placed so: a later relabel or
+// role change cannot make running work non-preemptible (SPEC §3.7).
+func (e *podEntry) nonPreemptible() bool {
+	return e.wouldBeNonPreemptible() && (e.placedAs == nil || e.placedAs.nonPreemptible)
+}
+
+// bookedPreemptibility is the pod's preemptibility as preemption must see
+// it: a pod placed as preemptible work stays preemptible whatever it is
+// relabelled (SPEC §3.7).
+func (e *podEntry) bookedPreemptibility() workload.Preemptibility {
+	if e.placedAs != nil && !e.placedAs.nonPreemptible {
+		return workload.Preemptible
+	}
+	return e.Preemptibility
+}
+
+// wouldBeNonPreemptible is nonPreemptible by the pod's labels and role now.
+func (e *podEntry) wouldBeNonPreemptible() bool {
+	return e.Preemptibility == workload.NonPreemptible || (e.Preemptibility == workload.SemiPreemptible && !e.elastic)
 }
 
 func formatPlacement(p placement) string {
@@ -53,10 +78,19 @@ func parsePlacement(v string) (placement, bool) {
 // another binder, or with spec.nodeName set at creation) is booked by its
 // labels as they are, and follows them.
 //
+// Before the state has synced, the pod's namespace or its Queue may not
+// have arrived yet (informers deliver in no order): the pod is booked as
+// the annotation says and judged once they have (verifyPlacementsLocked).
+//
 // Its caller brackets it with chargeLocked: it may move the pod's queue.
 func (s *State) readPlacementLocked(e *podEntry) {
 	p, ok := parsePlacement(e.pod.Annotations[v1alpha1.PlacedAsAnnotation])
-	if !ok || s.deniedLocked(p.queue, e.pod.Namespace) != "" {
+	if !ok {
+		return
+	}
+	if !s.synced.Load() {
+		s.unverified[e.pod.UID] = e
+	} else if s.deniedLocked(p.queue, e.pod.Namespace) != "" {
 		return
 	}
 	if p.queue != e.Queue {
@@ -68,6 +102,20 @@ func (s *State) readPlacementLocked(e *podEntry) {
 	}
 	e.Queue, e.Denied = p.queue, ""
 	e.placedAs = &p
+}
+
+// verifyPlacementsLocked judges, once the state has synced, the pods
+// booked from their annotation before: one whose namespace may not use the
+// queue it names is booked by its labels instead, as if it had none.
+func (s *State) verifyPlacementsLocked() {
+	for uid, e := range s.unverified {
+		delete(s.unverified, uid)
+		if s.pods[uid] != e || e.placedAs == nil || s.deniedLocked(e.placedAs.queue, e.pod.Namespace) == "" {
+			continue
+		}
+		e.placedAs = nil
+		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+	}
 }
 
 // warnKeptPreemptibleLocked tells, with a warning event on the pod, that a

@@ -39,6 +39,9 @@ type Facts struct {
 	// namespaceSelector, SPEC §1.1), if it may not: such a pod stays
 	// pending and is charged nothing to the queue.
 	Denied string
+	// OwnerUnseen names the pod's owner whose labels are not known yet
+	// (owners.go): its preemptibility may be there, so it waits.
+	OwnerUnseen string
 }
 
 // podEntry is what the state knows of one pod of Cardinal's profile.
@@ -84,41 +87,18 @@ type placement struct {
 
 func (e *podEntry) placed() bool { return e.node != "" }
 
-// nonPreemptible tells whether the pod is charged as non-preemptible work:
-// non-preemptible pods, and the min members of semi-preemptible gangs
-// (SPEC §5.2), which may use only their queue's guarantee (SPEC §3.5). A
-// placed pod is charged so only if it was placed so: a later relabel or
-// role change cannot make running work non-preemptible (SPEC §3.7).
-func (e *podEntry) nonPreemptible() bool {
-	return e.wouldBeNonPreemptible() && (e.placedAs == nil || e.placedAs.nonPreemptible)
-}
-
-// bookedPreemptibility is the pod's preemptibility as preemption must see
-// it: a pod placed as preemptible work stays preemptible whatever it is
-// relabelled (SPEC §3.7).
-func (e *podEntry) bookedPreemptibility() workload.Preemptibility {
-	if e.placedAs != nil && !e.placedAs.nonPreemptible {
-		return workload.Preemptible
-	}
-	return e.Preemptibility
-}
-
-// wouldBeNonPreemptible is nonPreemptible by the pod's labels and role now.
-func (e *podEntry) wouldBeNonPreemptible() bool {
-	return e.Preemptibility == workload.NonPreemptible || (e.Preemptibility == workload.SemiPreemptible && !e.elastic)
-}
-
 // factsLocked derives a pod's facts; ownerLabels are its top-level owner's.
 func (s *State) factsLocked(pod *corev1.Pod, ownerLabels map[string]string) Facts {
 	k, _ := gang.Of(pod)
 	pgLabels := s.podGroupLabelsLocked(pod)
 	queue := s.queueOfLocked(pod)
 	f := Facts{
-		Queue:    queue,
-		Denied:   s.deniedLocked(queue, pod.Namespace),
-		Gang:     k,
-		Priority: podPriority(pod),
-		Request:  quota.PodRequests(pod),
+		Queue:       queue,
+		Denied:      s.deniedLocked(queue, pod.Namespace),
+		OwnerUnseen: s.ownerUnseenLocked(pod),
+		Gang:        k,
+		Priority:    podPriority(pod),
+		Request:     quota.PodRequests(pod),
 	}
 	f.Preemptibility, f.Warning = workload.Classify(pod, pgLabels, ownerLabels, s.settings.PreemptibleBelowPriority)
 	f.CardRequests = cardmodel.CardRequests(pod, s.isCardResourceLocked)
@@ -205,8 +185,9 @@ func (s *State) setFactsLocked(e *podEntry, f Facts) {
 		s.reportLocked(podRef(e.pod), "QueueKept", "Scheduling", "")
 		f.Denied = "" // placed where its namespace could: it keeps running there
 	}
-	if e.Denied != "" && f.Denied == "" && f.Queue == e.Queue && s.waitingLocked(e) {
-		// Its namespace may use the queue now.
+	if (e.Denied != "" && f.Denied == "" || e.OwnerUnseen != f.OwnerUnseen) && f.Queue == e.Queue && s.waitingLocked(e) {
+		// Its namespace may use the queue now, or an owner it waited for
+		// is seen.
 		s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
 	}
 	if f.Queue != e.Queue {
@@ -266,6 +247,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	s.unindexControllerLocked(e)
 	s.dropQueueIfUnusedLocked(e.Queue)
 	delete(s.pods, uid)
+	delete(s.unverified, uid)
 	if in := s.inNamespace[e.pod.Namespace]; in != nil {
 		delete(in, uid)
 		if len(in) == 0 {

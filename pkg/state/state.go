@@ -134,6 +134,10 @@ type State struct {
 	parkedElastic map[types.UID]*corev1.Pod
 	// deferred are gang pods turned away by admission before the state synced.
 	deferred map[types.UID]*corev1.Pod
+	// unverified are pods booked from their placed-as annotation before the
+	// state synced: whether their namespace may use the queue it names is
+	// judged once namespaces and Queues are all known (placedas.go).
+	unverified map[types.UID]*podEntry
 	// waitingRoom are pods waiting for room in a queue, by queue;
 	// waitingModels the card pods among them (waits.go).
 	waitingRoom   map[string]map[types.UID]*corev1.Pod
@@ -231,6 +235,7 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		parkedGangs:      map[gang.Key]map[types.UID]*corev1.Pod{},
 		parkedElastic:    map[types.UID]*corev1.Pod{},
 		deferred:         map[types.UID]*corev1.Pod{},
+		unverified:       map[types.UID]*podEntry{},
 		waitingRoom:      map[string]map[types.UID]*corev1.Pod{},
 		waitingModels:    map[types.UID]*corev1.Pod{},
 		reported:         map[string]string{},
