@@ -90,6 +90,13 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, c.Denied)
 	}
+	if c.OwnerUnseen != "" {
+		if !simulating {
+			p.state.WaitForRoom(pod, c.Queue, false) // woken when the owner is seen
+		}
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"its owner %s is not seen yet: the pod waits for it, since its cardinal.dev/preemptibility label decides how the pod is placed", c.OwnerUnseen))
+	}
 	s := &stateData{
 		queue: c.Queue, request: c.Request, nonPreemptible: c.NonPreemptible,
 		guarantee: u.Guarantee, capability: u.Capability, allocated: u.Allocated, nonPreemptibleUse: u.NonPreemptible,

@@ -1,6 +1,7 @@
 package state
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,9 +40,12 @@ func (s *State) ownerHandler() cache.ResourceEventHandler {
 		AddFunc: func(obj any) {
 			o, _, has := label(obj)
 			switch {
-			case has:
+			case o == nil:
+			case has || metav1.GetControllerOfNoCopy(o) == nil:
+				// A top-level owner: its pods, and those of its
+				// ReplicaSets and Jobs, may have waited for it.
 				s.ownerChanged(o)
-			case o != nil && metav1.GetControllerOfNoCopy(o) != nil:
+			default:
 				// A ReplicaSet or Job seen after its pods: they may now
 				// reach a top-level owner with the label.
 				s.controllerSeen(o.GetUID())
@@ -102,6 +106,20 @@ func (s *State) controllerSeen(uid types.UID) {
 		e.owner = s.kube.owners.Labels(e.pod)
 		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}
+}
+
+// ownerUnseenLocked names a pending pod's owner whose event has not
+// arrived yet ("" if none): one created moments ago, as a Deployment's
+// ReplicaSet and its pods are. Its label may make the pod non-preemptible,
+// and a pod placed preemptible stays so (SPEC §3.7): the pod waits, woken
+// when the owner is seen (controllerSeen, ownerChanged). A placed pod is
+// booked as placed and needs no owner.
+func (s *State) ownerUnseenLocked(pod *corev1.Pod) string {
+	if pod.Spec.NodeName != "" || metav1.GetControllerOfNoCopy(pod) == nil {
+		return ""
+	}
+	_, unseen := s.kube.owners.Walk(pod)
+	return unseen
 }
 
 // controllerUID is the UID of a pod's controller, "" if it has none.

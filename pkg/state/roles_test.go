@@ -147,3 +147,44 @@ func TestOwnerLabelReclassifies(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingPodWaitsForItsOwner: a pending pod whose ReplicaSet, or that
+// ReplicaSet's Deployment, has not been seen yet waits (its Deployment's
+// label may make it non-preemptible, and a pod placed preemptible stays
+// so, SPEC §3.7), and is woken once both are seen.
+func TestPendingPodWaitsForItsOwner(t *testing.T) {
+	s, _ := newTestState()
+	rsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	depIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	s.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(rsIndexer), Deployments: appslisters.NewDeploymentLister(depIndexer)}
+	h := s.ownerHandler()
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "dep",
+		Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
+	pod := builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
+	pod.UID = "pod"
+	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
+	s.OnPod(pod)
+	if c := s.Candidate(pod); c.OwnerUnseen != "ReplicaSet ns/web-1" {
+		t.Fatalf("before its ReplicaSet arrived: owner unseen %q", c.OwnerUnseen)
+	}
+	s.WaitForRoom(pod, "q", true)
+	_ = rsIndexer.Add(rs)
+	h.OnAdd(rs, false)
+	if c := s.Candidate(pod); c.OwnerUnseen != "Deployment ns/web" {
+		t.Fatalf("before its Deployment arrived: owner unseen %q", c.OwnerUnseen)
+	}
+	_ = depIndexer.Add(dep)
+	h.OnAdd(dep, false)
+	c := s.Candidate(pod)
+	if c.OwnerUnseen != "" || !c.NonPreemptible {
+		t.Errorf("once its owners arrived: owner unseen %q, non-preemptible %v; want none, true", c.OwnerUnseen, c.NonPreemptible)
+	}
+	fw := &fakeFramework{}
+	s.Flush(fw)
+	if len(fw.activated) != 1 || fw.activated[0] != "ns/web-1-a" {
+		t.Errorf("woken: %v, want the pod", fw.activated)
+	}
+}

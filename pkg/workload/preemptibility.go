@@ -77,8 +77,15 @@ func byPriority(pod *corev1.Pod, threshold int32) Preemptibility {
 // through the kinds batch workloads use, and returns its labels (nil if
 // unknown).
 func (o Owners) Labels(pod *corev1.Pod) map[string]string {
+	labels, _ := o.Walk(pod)
+	return labels
+}
+
+// Walk is Labels, and names the first owner on the way of a kind it reads
+// that its listers do not hold ("" if none): one just created whose event
+// has not arrived yet, whose labels are not known.
+func (o Owners) Walk(pod *corev1.Pod) (labels map[string]string, unseen string) {
 	ref := metav1.GetControllerOf(pod)
-	var labels map[string]string
 	ns := pod.Namespace
 	for depth := 0; ref != nil && depth < 4; depth++ {
 		var obj metav1.Object
@@ -97,13 +104,13 @@ func (o Owners) Labels(pod *corev1.Pod) map[string]string {
 		case ref.Kind == "CronJob" && o.CronJobs != nil:
 			obj, err = o.CronJobs.CronJobs(ns).Get(ref.Name)
 		default:
-			return labels
+			return labels, ""
 		}
-		if err != nil {
-			return labels
+		if err != nil || obj.GetUID() != ref.UID {
+			return labels, ref.Kind + " " + ns + "/" + ref.Name
 		}
 		labels = obj.GetLabels()
 		ref = metav1.GetControllerOfNoCopy(obj)
 	}
-	return labels
+	return labels, ""
 }
