@@ -97,7 +97,7 @@ func (c *checker) nonPreemptibleUse(s snapshot) []string {
 				cards = k
 			}
 		}
-		if cards > 0 {
+		if cards > 0 && model != "" {
 			if use[wl.queue] == nil {
 				use[wl.queue] = map[string]int64{}
 			}
@@ -108,12 +108,32 @@ func (c *checker) nonPreemptibleUse(s snapshot) []string {
 	for _, q := range c.world.queues {
 		quotas := cardQuotas(q)
 		for _, m := range sortedKeys(use[q.Name]) {
-			if n := use[q.Name][m]; n > quotas[m].guarantee {
-				out = append(out, fmt.Sprintf("queue %s's non-preemptible work uses %d %s cards, guarantee %d", q.Name, n, m, quotas[m].guarantee))
+			if n := use[q.Name][m]; n > quotas[m].guarantee && !c.overGuarantee[q.Name+"/"+m] {
+				c.overGuarantee[q.Name+"/"+m] = true // said once
+				out = append(out, fmt.Sprintf("queue %s's non-preemptible work uses %d %s cards, guarantee %d: %s", q.Name, n, m, quotas[m].guarantee, c.nonPreemptibleHolders(s, q.Name, m)))
 			}
 		}
 	}
 	return out
+}
+
+// nonPreemptibleHolders names the bound pods of queue, of model, placed
+// non-preemptible or semi-preemptible as the run knows them.
+func (c *checker) nonPreemptibleHolders(s snapshot, queue, model string) string {
+	var out []string
+	for i := range s.pods {
+		p := &s.pods[i]
+		wl := c.world.owner(p)
+		if !bound(p) || wl == nil || wl.queue != queue {
+			continue
+		}
+		if m, _ := c.cardsOf(p); m == model {
+			if class := c.classOf(p, wl); class == v1alpha1.NonPreemptible || class == v1alpha1.SemiPreemptible {
+				out = append(out, fmt.Sprintf("%s on %s (%s %s)", p.Name, p.Spec.NodeName, wl.kind, class))
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // addCards adds a pod's cards, by the model it was charged for, to use.

@@ -80,7 +80,7 @@ type eviction struct {
 // newChecker makes the checks of w's run, with a ledger to fill.
 func newChecker(w *world) *checker {
 	return &checker{ledger: newLedger(&w.changes), world: w, partialSince: map[string]time.Time{}, reachedMin: map[string]bool{},
-		partialGrace: partialGrace, reported: map[types.UID]bool{}, roundsReported: map[int]bool{}}
+		partialGrace: partialGrace, reported: map[types.UID]bool{}, roundsReported: map[int]bool{}, overGuarantee: map[string]bool{}}
 }
 
 func newLedger(changes *changes) *ledger {
@@ -209,8 +209,10 @@ type checker struct {
 	// reclaims; reclaims are those seen.
 	targetsChecked int
 	reclaims       []reclaim
-	// roundsReported are the ledger's rounds already reported.
+	// roundsReported are the ledger's rounds already reported;
+	// overGuarantee the queue/models whose non-preemptible use was.
 	roundsReported map[int]bool
+	overGuarantee  map[string]bool
 }
 
 // check runs every invariant on a snapshot and returns what it violates.

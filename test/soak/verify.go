@@ -83,6 +83,14 @@ func (r *runner) finish(ctx context.Context) error {
 	}
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, quietWithin*r.slowdown, true, func(ctx context.Context) (bool, error) {
+		// A leader that lost its lease (a kube-apiserver restart at the
+		// last step) ends by design: another takes its place, as its
+		// Deployment would start one.
+		for range r.reapExited() {
+			if err := r.startScheduler(); err != nil {
+				return false, err
+			}
+		}
 		if err := r.checkNow(ctx); err != nil {
 			return false, err
 		}
