@@ -92,7 +92,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	}
 	if c.OwnerUnseen != "" {
 		if !simulating {
-			p.state.WaitForRoom(pod, c.Queue, false) // woken when the owner is seen
+			p.state.WaitForOwner(pod, c.OwnerUnseen) // woken when it is seen
 		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"its owner %s is not seen yet: the pod waits for it, since its cardinal.dev/preemptibility label decides how the pod is placed", c.OwnerUnseen))

@@ -1,6 +1,10 @@
 package state
 
 import (
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,15 +45,15 @@ func (s *State) ownerHandler() cache.ResourceEventHandler {
 			o, _, has := label(obj)
 			switch {
 			case o == nil:
-			case has || metav1.GetControllerOfNoCopy(o) == nil:
-				// A top-level owner: its pods, and those of its
-				// ReplicaSets and Jobs, may have waited for it.
+				return
+			case has:
 				s.ownerChanged(o)
-			default:
+			case metav1.GetControllerOfNoCopy(o) != nil:
 				// A ReplicaSet or Job seen after its pods: they may now
 				// reach a top-level owner with the label.
 				s.controllerSeen(o.GetUID())
 			}
+			s.ownerSeen(obj, o)
 		},
 		DeleteFunc: changed,
 		UpdateFunc: func(oldObj, newObj any) {
@@ -111,8 +115,8 @@ func (s *State) controllerSeen(uid types.UID) {
 // ownerUnseenLocked names a pending pod's owner whose event has not
 // arrived yet ("" if none): one created moments ago, as a Deployment's
 // ReplicaSet and its pods are. Its label may make the pod non-preemptible,
-// and a pod placed preemptible stays so (SPEC §3.7): the pod waits, woken
-// when the owner is seen (controllerSeen, ownerChanged). A placed pod is
+// and a pod placed preemptible stays so (SPEC §3.7): the pod waits
+// (WaitForOwner), woken when the owner is seen (ownerSeen). A placed pod is
 // booked as placed and needs no owner.
 func (s *State) ownerUnseenLocked(pod *corev1.Pod) string {
 	if pod.Spec.NodeName != "" || metav1.GetControllerOfNoCopy(pod) == nil {
@@ -120,6 +124,54 @@ func (s *State) ownerUnseenLocked(pod *corev1.Pod) string {
 	}
 	_, unseen := s.kube.owners.Walk(pod)
 	return unseen
+}
+
+// WaitForOwner notes that pod waits for the owner its facts name unseen.
+func (s *State) WaitForOwner(pod *corev1.Pod, owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.waitingOwner[owner]
+	if w == nil {
+		w = map[types.UID]*corev1.Pod{}
+		s.waitingOwner[owner] = w
+	}
+	w[pod.UID] = pod
+}
+
+// ownerSeen classifies anew and wakes the pods that waited for an owner,
+// now seen. It costs a map lookup when none did, as for almost every
+// owner.
+func (s *State) ownerSeen(obj any, o metav1.Object) {
+	kind := ""
+	switch obj.(type) {
+	case *appsv1.ReplicaSet:
+		kind = "ReplicaSet"
+	case *appsv1.Deployment:
+		kind = "Deployment"
+	case *appsv1.StatefulSet:
+		kind = "StatefulSet"
+	case *appsv1.DaemonSet:
+		kind = "DaemonSet"
+	case *batchv1.Job:
+		kind = "Job"
+	case *batchv1.CronJob:
+		kind = "CronJob"
+	}
+	key := kind + " " + o.GetNamespace() + "/" + o.GetName()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.waitingOwner[key]
+	if len(w) == 0 {
+		return
+	}
+	delete(s.waitingOwner, key)
+	for uid := range w {
+		if e := s.pods[uid]; e != nil && !e.placed() {
+			e.owner = s.kube.owners.Labels(e.pod)
+			s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+		}
+	}
+	s.activateLocked(maps.Values(w))
 }
 
 // controllerUID is the UID of a pod's controller, "" if it has none.

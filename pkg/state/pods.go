@@ -185,9 +185,8 @@ func (s *State) setFactsLocked(e *podEntry, f Facts) {
 		s.reportLocked(podRef(e.pod), "QueueKept", "Scheduling", "")
 		f.Denied = "" // placed where its namespace could: it keeps running there
 	}
-	if (e.Denied != "" && f.Denied == "" || e.OwnerUnseen != f.OwnerUnseen) && f.Queue == e.Queue && s.waitingLocked(e) {
-		// Its namespace may use the queue now, or an owner it waited for
-		// is seen.
+	if e.Denied != "" && f.Denied == "" && f.Queue == e.Queue && s.waitingLocked(e) {
+		// Its namespace may use the queue now.
 		s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
 	}
 	if f.Queue != e.Queue {
@@ -248,6 +247,12 @@ func (s *State) removePodLocked(uid types.UID) {
 	s.dropQueueIfUnusedLocked(e.Queue)
 	delete(s.pods, uid)
 	delete(s.unverified, uid)
+	if w := s.waitingOwner[e.OwnerUnseen]; w != nil {
+		delete(w, uid)
+		if len(w) == 0 {
+			delete(s.waitingOwner, e.OwnerUnseen)
+		}
+	}
 	if in := s.inNamespace[e.pod.Namespace]; in != nil {
 		delete(in, uid)
 		if len(in) == 0 {

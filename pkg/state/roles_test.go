@@ -170,19 +170,26 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 	if c := s.Candidate(pod); c.OwnerUnseen != "ReplicaSet ns/web-1" {
 		t.Fatalf("before its ReplicaSet arrived: owner unseen %q", c.OwnerUnseen)
 	}
-	s.WaitForRoom(pod, "q", true)
+	s.WaitForOwner(pod, "ReplicaSet ns/web-1")
 	_ = rsIndexer.Add(rs)
 	h.OnAdd(rs, false)
-	if c := s.Candidate(pod); c.OwnerUnseen != "Deployment ns/web" {
+	c := s.Candidate(pod)
+	if c.OwnerUnseen != "Deployment ns/web" {
 		t.Fatalf("before its Deployment arrived: owner unseen %q", c.OwnerUnseen)
 	}
+	fw := &fakeFramework{}
+	s.Flush(fw)
+	if len(fw.activated) != 1 {
+		t.Fatalf("woken when its ReplicaSet was seen: %v, want the pod", fw.activated)
+	}
+	s.WaitForOwner(pod, c.OwnerUnseen)
 	_ = depIndexer.Add(dep)
 	h.OnAdd(dep, false)
-	c := s.Candidate(pod)
+	c = s.Candidate(pod)
 	if c.OwnerUnseen != "" || !c.NonPreemptible {
 		t.Errorf("once its owners arrived: owner unseen %q, non-preemptible %v; want none, true", c.OwnerUnseen, c.NonPreemptible)
 	}
-	fw := &fakeFramework{}
+	fw = &fakeFramework{}
 	s.Flush(fw)
 	if len(fw.activated) != 1 || fw.activated[0] != "ns/web-1-a" {
 		t.Errorf("woken: %v, want the pod", fw.activated)

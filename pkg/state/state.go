@@ -142,6 +142,9 @@ type State struct {
 	// waitingModels the card pods among them (waits.go).
 	waitingRoom   map[string]map[types.UID]*corev1.Pod
 	waitingModels map[types.UID]*corev1.Pod
+	// waitingOwner are pending pods waiting for an owner to be seen, by
+	// the owner ("ReplicaSet ns/name", as Facts.OwnerUnseen names it).
+	waitingOwner map[string]map[types.UID]*corev1.Pod
 	// preemptions under way, by preemptor key; victimOf and claimOf index
 	// their victims and the members room is kept for (preempt.go).
 	preemptions map[string]*preemption
@@ -238,6 +241,7 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		unverified:       map[types.UID]*podEntry{},
 		waitingRoom:      map[string]map[types.UID]*corev1.Pod{},
 		waitingModels:    map[types.UID]*corev1.Pod{},
+		waitingOwner:     map[string]map[types.UID]*corev1.Pod{},
 		reported:         map[string]string{},
 		missing:          map[string]string{},
 		noCRD:            map[string]bool{},
