@@ -91,11 +91,12 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, c.Denied)
 	}
 	if c.OwnerUnseen != "" {
-		if !simulating {
-			p.state.WaitForOwner(pod, c.OwnerUnseen) // woken when it is seen
+		// Read again: the owner may have come since the facts were derived.
+		if unseen := p.state.AwaitOwner(pod); unseen != "" {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"its owner %s is not seen yet: the pod waits for it, since its cardinal.dev/preemptibility label decides how the pod is placed", unseen))
 		}
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-			"its owner %s is not seen yet: the pod waits for it, since its cardinal.dev/preemptibility label decides how the pod is placed", c.OwnerUnseen))
+		c = p.state.Candidate(pod)
 	}
 	s := &stateData{
 		queue: c.Queue, request: c.Request, nonPreemptible: c.NonPreemptible,

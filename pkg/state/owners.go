@@ -126,16 +126,31 @@ func (s *State) ownerUnseenLocked(pod *corev1.Pod) string {
 	return unseen
 }
 
-// WaitForOwner notes that pod waits for the owner its facts name unseen.
-func (s *State) WaitForOwner(pod *corev1.Pod, owner string) {
+// AwaitOwner tells which owner of a pending pod is still unseen, reading
+// its owners again (its facts may have been derived before an owner
+// arrived, with no pod waiting for it then). If one is, the pod waits for
+// it, woken when it is seen (ownerSeen); if none is, its facts are derived
+// anew. Both under the state's lock, so an owner seen meanwhile is not
+// missed.
+func (s *State) AwaitOwner(pod *corev1.Pod) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := s.waitingOwner[owner]
+	e, recorded := s.ensurePodLocked(pod)
+	unseen := s.ownerUnseenLocked(pod)
+	if recorded && unseen != e.OwnerUnseen && !e.placed() {
+		e.owner = s.kube.owners.Labels(e.pod)
+		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+	}
+	if unseen == "" {
+		return ""
+	}
+	w := s.waitingOwner[unseen]
 	if w == nil {
 		w = map[types.UID]*corev1.Pod{}
-		s.waitingOwner[owner] = w
+		s.waitingOwner[unseen] = w
 	}
 	w[pod.UID] = pod
+	return unseen
 }
 
 // ownerSeen classifies anew and wakes the pods that waited for an owner,

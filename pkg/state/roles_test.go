@@ -170,7 +170,9 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 	if c := s.Candidate(pod); c.OwnerUnseen != "ReplicaSet ns/web-1" {
 		t.Fatalf("before its ReplicaSet arrived: owner unseen %q", c.OwnerUnseen)
 	}
-	s.WaitForOwner(pod, "ReplicaSet ns/web-1")
+	if got := s.AwaitOwner(pod); got != "ReplicaSet ns/web-1" {
+		t.Fatalf("AwaitOwner = %q, want its ReplicaSet", got)
+	}
 	_ = rsIndexer.Add(rs)
 	h.OnAdd(rs, false)
 	c := s.Candidate(pod)
@@ -182,7 +184,7 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 	if len(fw.activated) != 1 {
 		t.Fatalf("woken when its ReplicaSet was seen: %v, want the pod", fw.activated)
 	}
-	s.WaitForOwner(pod, c.OwnerUnseen)
+	s.AwaitOwner(pod)
 	_ = depIndexer.Add(dep)
 	h.OnAdd(dep, false)
 	c = s.Candidate(pod)
@@ -193,5 +195,29 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 	s.Flush(fw)
 	if len(fw.activated) != 1 || fw.activated[0] != "ns/web-1-a" {
 		t.Errorf("woken: %v, want the pod", fw.activated)
+	}
+}
+
+// TestOwnerSeenBeforeThePodWaited: a pod whose facts were derived before
+// its owner arrived, and which was not waiting yet when it did (as at
+// start-up), is found free to go when it is next tried.
+func TestOwnerSeenBeforeThePodWaited(t *testing.T) {
+	s, _ := newTestState()
+	rsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	s.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(rsIndexer)}
+	h := s.ownerHandler()
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs"}}
+	pod := builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
+	pod.UID = "pod"
+	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
+	s.OnPod(pod)
+	_ = rsIndexer.Add(rs)
+	h.OnAdd(rs, false)
+	if got := s.AwaitOwner(pod); got != "" {
+		t.Fatalf("AwaitOwner = %q once its ReplicaSet was seen, want none", got)
+	}
+	if c := s.Candidate(pod); c.OwnerUnseen != "" {
+		t.Errorf("its facts still name %q unseen", c.OwnerUnseen)
 	}
 }
