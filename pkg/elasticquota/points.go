@@ -9,6 +9,7 @@ import (
 
 	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/state"
+	"cardinal.dev/cardinal/pkg/workload"
 )
 
 const stateKey fwk.StateKey = "PreFilter" + Name
@@ -19,9 +20,11 @@ type stateData struct {
 	queue          string
 	request        quota.Resources
 	nonPreemptible bool
-	guarantee      quota.Resources
-	capability     quota.Resources
-	allocated      quota.Resources
+	// class is the pod's preemptibility as its labels gave it when checked.
+	class      workload.Preemptibility
+	guarantee  quota.Resources
+	capability quota.Resources
+	allocated  quota.Resources
 	// nonPreemptibleUse is the queue's non-preemptible use once the pod is
 	// placed, without the pod itself: less the min member it pushes out to
 	// elastic, if any.
@@ -68,6 +71,14 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		}
 	}
 	c := p.state.Candidate(pod)
+	if c.OwnerUnseen != "" {
+		// Read again: the owner may have come since the facts were derived.
+		if unseen := p.state.AwaitOwner(pod); unseen != "" {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"its owner %s is not seen yet: the pod waits for it, since its cardinal.dev/preemptibility label decides how the pod is placed", unseen))
+		}
+		c = p.state.Candidate(pod)
+	}
 	simulating := state.Simulating(cs)
 	if c.Warning != "" && !simulating {
 		p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "InvalidPreemptibility", "Scheduling", "%s", c.Warning)
@@ -90,16 +101,8 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, c.Denied)
 	}
-	if c.OwnerUnseen != "" {
-		// Read again: the owner may have come since the facts were derived.
-		if unseen := p.state.AwaitOwner(pod); unseen != "" {
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-				"its owner %s is not seen yet: the pod waits for it, since its cardinal.dev/preemptibility label decides how the pod is placed", unseen))
-		}
-		c = p.state.Candidate(pod)
-	}
 	s := &stateData{
-		queue: c.Queue, request: c.Request, nonPreemptible: c.NonPreemptible,
+		queue: c.Queue, request: c.Request, nonPreemptible: c.NonPreemptible, class: c.Preemptibility,
 		guarantee: u.Guarantee, capability: u.Capability, allocated: u.Allocated, nonPreemptibleUse: u.NonPreemptible,
 	}
 	if c.Displaced != nil {
@@ -211,8 +214,16 @@ func (p *Plugin) adjust(cs fwk.CycleState, other *corev1.Pod, op func(r, b quota
 // Reserve charges the pod to its queue, by UID: its resources, and one unit
 // per card of the model of the node it is placed on (SPEC §4.1). The gang
 // plugin's Reserve records the same placement; whichever runs first does it.
-func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	return p.state.Reserve(pod, nodeName)
+//
+// A pod whose queue, preemptibility or right to its queue changed since
+// PreFilter checked it is refused, whichever plugin reserved it first, and
+// tried again under its new labels: what is booked is what was checked.
+func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	var checked *state.Checked
+	if s, err := getState(cs); err == nil {
+		checked = &state.Checked{Queue: s.queue, Class: s.class}
+	}
+	return p.state.ReserveAsChecked(pod, nodeName, checked)
 }
 
 // Unreserve gives back exactly what Reserve charged, resources and cards.

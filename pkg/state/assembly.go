@@ -134,12 +134,10 @@ func (s *State) blocksElasticLocked(g *gangEntry, now time.Time) bool {
 	return len(g.held) == 0 && !now.Before(g.backoffUntil)
 }
 
-// Reserve records a pod as placed on node, charging its queue (SPEC §4.1),
-// and counts it for its gang. It is idempotent: the gang and queue plugins
-// both call it from Reserve, whichever runs first places the pod. A min
-// member whose gang gave up the attempt its PreFilter joined (a sibling
-// failed meanwhile) is refused: it would wait alone at Permit.
-func (s *State) Reserve(pod *corev1.Pod, node string) *fwk.Status {
+// ReserveAsChecked is Reserve for a pod checked as checked (nil: not
+// checked): one whose labels changed it since is refused, placed or not,
+// so that what is booked is what was checked.
+func (s *State) ReserveAsChecked(pod *corev1.Pod, node string, checked *Checked) *fwk.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Only the replica that leads schedules: it knows it leads from its
@@ -150,6 +148,11 @@ func (s *State) Reserve(pod *corev1.Pod, node string) *fwk.Status {
 	e, recorded := s.ensurePodLocked(pod)
 	if !recorded {
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("pod %s/%s was deleted", pod.Namespace, pod.Name))
+	}
+	if checked != nil {
+		if why := changedSinceLocked(e, checked.Queue, checked.Class); why != "" {
+			return fwk.NewStatus(fwk.Unschedulable, why)
+		}
 	}
 	if e.placed() {
 		return nil
@@ -436,8 +439,5 @@ func (s *State) tick() {
 	if synced && len(s.deferred) > 0 {
 		s.activateLocked(maps.Values(s.deferred))
 		s.deferred = map[types.UID]*corev1.Pod{}
-	}
-	if synced && len(s.unverified) > 0 {
-		s.verifyPlacementsLocked()
 	}
 }

@@ -1,11 +1,13 @@
 package state
 
 import (
+	"fmt"
 	"maps"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/quota"
@@ -79,6 +81,40 @@ func (s *State) Candidate(pod *corev1.Pod) Candidate {
 }
 
 // candidateLocked reads the state only; the read lock is enough.
+// Reserve records a pod as placed on node, charging its queue (SPEC §4.1),
+// and counts it for its gang. It is idempotent: the gang and queue plugins
+// both call it from Reserve, whichever runs first places the pod. A min
+// member whose gang gave up the attempt its PreFilter joined (a sibling
+// failed meanwhile) is refused: it would wait alone at Permit.
+func (s *State) Reserve(pod *corev1.Pod, node string) *fwk.Status {
+	return s.ReserveAsChecked(pod, node, nil)
+}
+
+// Checked is what a pod's PreFilter checked it as: its queue and the
+// preemptibility its labels gave.
+type Checked struct {
+	Queue string
+	Class workload.Preemptibility
+}
+
+// changedSinceLocked says how a pod's labels changed its queue, its right
+// to it, or its preemptibility since they were queue and class ("" if they
+// did not): a relabel between PreFilter and Reserve must not book what was
+// not checked (SPEC §3.5, §3.7).
+func changedSinceLocked(e *podEntry, queue string, class workload.Preemptibility) string {
+	switch {
+	case e.Queue != queue:
+		return fmt.Sprintf("its queue changed from %s to %s while it was being scheduled; it is tried again", queue, e.Queue)
+	case e.Denied != "":
+		return e.Denied
+	case e.OwnerUnseen != "":
+		return "its owner " + e.OwnerUnseen + " is not seen yet"
+	case e.Preemptibility != class:
+		return fmt.Sprintf("its preemptibility changed from %s to %s while it was being scheduled; it is tried again", class, e.Preemptibility)
+	}
+	return ""
+}
+
 func (s *State) candidateLocked(e *podEntry, pod *corev1.Pod) Candidate {
 	c := Candidate{Facts: e.Facts, NarrowMissed: s.narrowMissedLocked(e)}
 	switch e.Preemptibility {

@@ -15,17 +15,26 @@ import (
 )
 
 // defaultQueueBackoff spaces the attempts to create the default queue when
-// kube-apiserver fails to answer at start-up.
+// kube-apiserver fails to answer at start-up: up to its cap, then at the
+// cap, for as long as it takes.
 var defaultQueueBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
 
 // retryDefaultQueue creates the default queue, trying again with backoff
 // until it exists, the API says it cannot be (no CRD, no right: apis.go
 // takes over), or ctx ends.
 func (s *State) retryDefaultQueue(ctx context.Context, cc cardinalclient.Interface) {
-	_ = wait.ExponentialBackoffWithContext(ctx, defaultQueueBackoff, func(ctx context.Context) (bool, error) {
+	b := defaultQueueBackoff
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(b.Step()):
+		}
 		err := ensureQueue(ctx, cc, s.settings.DefaultQueue)
-		return err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err), nil
-	})
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return
+		}
+	}
 }
 
 // ensureQueue creates the default queue if it does not exist, as Volcano

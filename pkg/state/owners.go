@@ -1,7 +1,7 @@
 package state
 
 import (
-	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -57,9 +57,18 @@ func (s *State) ownerHandler() cache.ResourceEventHandler {
 		},
 		DeleteFunc: changed,
 		UpdateFunc: func(oldObj, newObj any) {
-			_, before, had := label(oldObj)
+			old, before, had := label(oldObj)
 			o, after, has := label(newObj)
-			if o != nil && (had != has || before != after) {
+			if o == nil {
+				return
+			}
+			if old != nil && old.GetUID() != o.GetUID() {
+				// Deleted and made again under its name while a watch was
+				// down: delivered as an update. Its pods are new to it.
+				s.controllerSeen(o.GetUID())
+				s.ownerSeen(newObj, o)
+			}
+			if had != has || before != after {
 				s.ownerChanged(o)
 			}
 		},
@@ -137,20 +146,36 @@ func (s *State) AwaitOwner(pod *corev1.Pod) string {
 	defer s.mu.Unlock()
 	e, recorded := s.ensurePodLocked(pod)
 	unseen := s.ownerUnseenLocked(pod)
-	if recorded && unseen != e.OwnerUnseen && !e.placed() {
+	if !recorded || e.placed() {
+		return unseen // deleted meanwhile, or placed: nothing to wait for
+	}
+	if unseen != e.OwnerUnseen {
 		e.owner = s.kube.owners.Labels(e.pod)
 		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}
-	if unseen == "" {
-		return ""
+	s.waitForOwnerLocked(e, unseen)
+	return unseen
+}
+
+// waitForOwnerLocked files a pod as waiting for owner ("": for none), out
+// of where it waited before.
+func (s *State) waitForOwnerLocked(e *podEntry, owner string) {
+	if w := s.waitingOwner[e.waitsFor]; w != nil {
+		delete(w, e.pod.UID)
+		if len(w) == 0 {
+			delete(s.waitingOwner, e.waitsFor)
+		}
 	}
-	w := s.waitingOwner[unseen]
+	e.waitsFor = owner
+	if owner == "" {
+		return
+	}
+	w := s.waitingOwner[owner]
 	if w == nil {
 		w = map[types.UID]*corev1.Pod{}
-		s.waitingOwner[unseen] = w
+		s.waitingOwner[owner] = w
 	}
-	w[pod.UID] = pod
-	return unseen
+	w[e.pod.UID] = e.pod
 }
 
 // ownerSeen classifies anew and wakes the pods that waited for an owner,
@@ -173,20 +198,29 @@ func (s *State) ownerSeen(obj any, o metav1.Object) {
 		kind = "CronJob"
 	}
 	key := kind + " " + o.GetNamespace() + "/" + o.GetName()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	w := s.waitingOwner[key]
-	if len(w) == 0 {
+	s.mu.RLock()
+	none := len(s.waitingOwner[key]) == 0
+	s.mu.RUnlock()
+	if none {
 		return
 	}
-	delete(s.waitingOwner, key)
-	for uid := range w {
-		if e := s.pods[uid]; e != nil && !e.placed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var woken []*corev1.Pod
+	for uid := range s.waitingOwner[key] {
+		e := s.pods[uid]
+		if e == nil {
+			continue
+		}
+		s.waitForOwnerLocked(e, "")
+		if !e.placed() {
 			e.owner = s.kube.owners.Labels(e.pod)
 			s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+			woken = append(woken, e.pod)
 		}
 	}
-	s.activateLocked(maps.Values(w))
+	delete(s.waitingOwner, key)
+	s.activateLocked(slices.Values(woken))
 }
 
 // controllerUID is the UID of a pod's controller, "" if it has none.

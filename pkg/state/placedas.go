@@ -104,16 +104,20 @@ func (s *State) readPlacementLocked(e *podEntry) {
 	e.placedAs = &p
 }
 
-// verifyPlacementsLocked judges, once the state has synced, the pods
+// verifyPlacementsLocked judges, as the state becomes synced, the pods
 // booked from their annotation before: one whose namespace may not use the
 // queue it names is booked by its labels instead, as if it had none.
 func (s *State) verifyPlacementsLocked() {
 	for uid, e := range s.unverified {
 		delete(s.unverified, uid)
-		if s.pods[uid] != e || e.placedAs == nil || s.deniedLocked(e.placedAs.queue, e.pod.Namespace) == "" {
-			continue
+		if s.pods[uid] != e || e.placedAs == nil || e.terminating || s.deniedLocked(e.placedAs.queue, e.pod.Namespace) == "" {
+			continue // a terminating pod stays booked as it was until it is gone
 		}
+		// Uncharged as it was charged, with its placement; then charged
+		// by its labels.
+		s.chargeLocked(e, -1)
 		e.placedAs = nil
+		s.chargeLocked(e, 1)
 		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}
 }

@@ -30,7 +30,8 @@ func TestPlacementReadBeforeNamespace(t *testing.T) {
 			s.OnQueue(q)
 			s.OnQueue(builder.MakeQueue("relabelled").Obj())
 			// Placed in q, then relabelled to another queue.
-			p := builder.MakePod("ns", "p").Label(v1alpha1.QueueLabel, "relabelled").
+			// Placed preemptible; its labels say non-preemptible now.
+			p := builder.MakePod("ns", "p").Label(v1alpha1.QueueLabel, "relabelled").Label(v1alpha1.PreemptibilityLabel, v1alpha1.NonPreemptible).
 				Annotation(v1alpha1.PlacedAsAnnotation, "q/"+v1alpha1.Preemptible).Req(corev1.ResourceCPU, "1").Obj()
 			p.UID, p.Spec.NodeName = "p", "n"
 			s.OnPod(p)
@@ -45,6 +46,67 @@ func TestPlacementReadBeforeNamespace(t *testing.T) {
 			}
 			if len(s.unverified) != 0 {
 				t.Errorf("%d placements left to verify", len(s.unverified))
+			}
+			// What was charged is given back as it was charged.
+			for _, q := range []string{"q", "relabelled"} {
+				u := s.QuotaUsage(q)
+				for r, v := range u.NonPreemptible {
+					if v < 0 {
+						t.Errorf("queue %s: non-preemptible %s %d", q, r, v)
+					}
+				}
+				for r, v := range u.Allocated {
+					if v < 0 {
+						t.Errorf("queue %s: allocated %s %d", q, r, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestReserveRefusesWhatWasNotChecked: a pod relabelled between PreFilter
+// and Reserve (another queue, non-preemptible, a queue its namespace may
+// not use) is refused at Reserve, placed or not, so that what is booked is
+// what was checked (SPEC §3.5, §3.7).
+func TestReserveRefusesWhatWasNotChecked(t *testing.T) {
+	checked := &Checked{Queue: "q", Class: "preemptible"}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		ok     bool
+	}{
+		{name: "unchanged", ok: true},
+		{name: "relabelled non-preemptible", labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}},
+		{name: "relabelled to another queue", labels: map[string]string{v1alpha1.QueueLabel: "other"}},
+		{name: "relabelled to a queue its namespace may not use", labels: map[string]string{v1alpha1.QueueLabel: "closed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newTestState()
+			s.OnQueue(builder.MakeQueue("q").Obj())
+			s.OnQueue(builder.MakeQueue("other").Obj())
+			closed := builder.MakeQueue("closed").Obj()
+			closed.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}}
+			s.OnQueue(closed)
+			s.OnNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})
+			p := builder.MakePod("ns", "p").Label(v1alpha1.QueueLabel, "q").Req(corev1.ResourceCPU, "1").Obj()
+			p.UID = "p"
+			p.Spec.Priority = new(int32) // preemptible by priority
+			s.OnPod(p)
+			if len(tc.labels) > 0 {
+				q := p.DeepCopy()
+				for k, v := range tc.labels {
+					q.Labels[k] = v
+				}
+				s.OnPod(q)
+				p = q
+			}
+			st := s.ReserveAsChecked(p, "n", checked)
+			if st.IsSuccess() != tc.ok {
+				t.Errorf("Reserve: %v, want success %v", st, tc.ok)
+			}
+			if placed := s.pods["p"].placed(); placed != tc.ok {
+				t.Errorf("placed %v, want %v", placed, tc.ok)
 			}
 		})
 	}

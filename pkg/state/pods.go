@@ -71,6 +71,8 @@ type podEntry struct {
 	// placedAs is how a placed pod was booked when it was placed (SPEC
 	// §3.7); nil while pending.
 	placedAs *placement
+	// waitsFor is the owner the pod is filed as waiting for (owners.go).
+	waitsFor string
 	// terminating: the placed pod is being deleted. It has left its gang
 	// and keeps its node and its charge until it is gone (terminating.go).
 	terminating bool
@@ -247,12 +249,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	s.dropQueueIfUnusedLocked(e.Queue)
 	delete(s.pods, uid)
 	delete(s.unverified, uid)
-	if w := s.waitingOwner[e.OwnerUnseen]; w != nil {
-		delete(w, uid)
-		if len(w) == 0 {
-			delete(s.waitingOwner, e.OwnerUnseen)
-		}
-	}
+	s.waitForOwnerLocked(e, "")
 	if in := s.inNamespace[e.pod.Namespace]; in != nil {
 		delete(in, uid)
 		if len(in) == 0 {

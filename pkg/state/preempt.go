@@ -56,6 +56,9 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 	if e.Denied != "" {
 		return p, e.Denied, false // nothing of any queue is touched for it (SPEC §1.1)
 	}
+	if e.OwnerUnseen != "" {
+		return p, "its owner " + e.OwnerUnseen + " is not seen yet", false
+	}
 	if ongoing := s.preemptions[p.Key]; ongoing != nil {
 		switch n := ongoing.victims.Len(); {
 		case n == 1:

@@ -117,10 +117,10 @@ func TestOwnerLabelReclassifies(t *testing.T) {
 			dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "dep",
 				Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}}}
 			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs",
-				OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
 			pod := builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
 			pod.UID = "pod"
-			pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
+			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
 			s.OnPod(bound(pod, "n"))
 			if got := s.Cards("q")[h200].NonPreemptible; got != 0 {
 				t.Fatalf("before its owners arrived (priority 0): non-preemptible %d, want 0", got)
@@ -162,10 +162,10 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "dep",
 		Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}}}
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs",
-		OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
 	pod := builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
 	pod.UID = "pod"
-	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
 	s.OnPod(pod)
 	if c := s.Candidate(pod); c.OwnerUnseen != "ReplicaSet ns/web-1" {
 		t.Fatalf("before its ReplicaSet arrived: owner unseen %q", c.OwnerUnseen)
@@ -210,7 +210,7 @@ func TestOwnerSeenBeforeThePodWaited(t *testing.T) {
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs"}}
 	pod := builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
 	pod.UID = "pod"
-	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
 	s.OnPod(pod)
 	_ = rsIndexer.Add(rs)
 	h.OnAdd(rs, false)

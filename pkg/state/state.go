@@ -302,13 +302,19 @@ func (s *State) Synced() bool {
 	if s.synced.Load() {
 		return true
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.synced.Load() {
+		return true
+	}
 	for _, src := range s.sources {
 		if !src.synced() && (src.api == "" || s.missing[src.api] == "") {
 			return false
 		}
 	}
+	// Placements read before now are judged before anything sees the
+	// state synced.
+	s.verifyPlacementsLocked()
 	s.synced.Store(true)
 	return true
 }

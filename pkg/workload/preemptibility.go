@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"strings"
+
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,6 +90,11 @@ func (o Owners) Walk(pod *corev1.Pod) (labels map[string]string, unseen string) 
 	ref := metav1.GetControllerOf(pod)
 	ns := pod.Namespace
 	for depth := 0; ref != nil && depth < 4; depth++ {
+		// Only Kubernetes' own kinds: another project's Job or StatefulSet
+		// (batch.volcano.sh, apps.kruise.io) is not in these listers.
+		if group, _, _ := strings.Cut(ref.APIVersion, "/"); group != "apps" && group != "batch" {
+			return labels, ""
+		}
 		var obj metav1.Object
 		var err error
 		switch {

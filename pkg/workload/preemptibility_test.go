@@ -17,7 +17,7 @@ func TestClassifier(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	depIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	ctrlRef := func(kind, name string) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{Kind: kind, Name: name, Controller: ptr.To(true)}}
+		return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, Controller: ptr.To(true)}}
 	}
 	_ = depIndexer.Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Labels: map[string]string{"cardinal.dev/preemptibility": "non-preemptible"}}})
 	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", OwnerReferences: ctrlRef("Deployment", "web")}})
@@ -47,6 +47,8 @@ func TestClassifier(t *testing.T) {
 		{"pod label", pod(1000, lbl("preemptible"), nil), nil, Preemptible, false},
 		{"invalid falls back to priority with a warning", pod(1000, lbl("sometimes"), nil), nil, NonPreemptible, true},
 		{"unknown owner: pod label", pod(0, lbl("non-preemptible"), ctrlRef("ReplicaSet", "gone")), nil, NonPreemptible, false},
+		{"another project's kind of the same name is not read", pod(0, lbl("preemptible"),
+			[]metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1beta1", Kind: "ReplicaSet", Name: "web-1", Controller: ptr.To(true)}}), nil, Preemptible, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -267,7 +267,7 @@ func (r *runner) reapExited() []*controlplane.Scheduler {
 	var ended []*controlplane.Scheduler
 	for _, s := range r.scheds {
 		if err := s.Exited(); err != nil {
-			if log, _ := os.ReadFile(s.LogPath); !lostLease(string(log)) {
+			if log, _ := os.ReadFile(s.LogPath); !lostLease(string(log)) && !portTaken(string(log)) {
 				r.violate(fmt.Sprintf("a scheduler ended by itself: %v (log %s)%s", err, s.LogPath, crashOf(string(log))))
 			}
 			ended = append(ended, s)
@@ -277,6 +277,13 @@ func (r *runner) reapExited() []*controlplane.Scheduler {
 		r.scheds = without(r.scheds, s)
 	}
 	return ended
+}
+
+// portTaken tells whether a scheduler could not start because the port the
+// harness picked for it was taken by another process meanwhile (parallel
+// runs share the host): the harness's race, not the scheduler's.
+func portTaken(log string) bool {
+	return strings.Contains(log, `"command failed" err="failed to create listener`) && strings.Contains(log, "address already in use")
 }
 
 func excerpt(s string, lines int) string {
