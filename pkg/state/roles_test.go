@@ -98,6 +98,36 @@ func TestCandidate(t *testing.T) {
 	}
 }
 
+// ownerFixture is a state with owner listers, a queue, and a Deployment
+// (non-preemptible), its ReplicaSet and a pod of it, none delivered yet.
+type ownerFixture struct {
+	s                     *State
+	h                     cache.ResourceEventHandler
+	rsIndexer, depIndexer cache.Indexer
+	dep                   *appsv1.Deployment
+	rs                    *appsv1.ReplicaSet
+	pod                   *corev1.Pod
+}
+
+func newOwnerFixture() ownerFixture {
+	s, _ := newTestState()
+	f := ownerFixture{s: s,
+		rsIndexer:  cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		depIndexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+	}
+	s.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(f.rsIndexer), Deployments: appslisters.NewDeploymentLister(f.depIndexer)}
+	f.h = s.ownerHandler()
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
+	f.dep = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "dep",
+		Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}}}
+	f.rs = &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
+	f.pod = builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
+	f.pod.UID = "pod"
+	f.pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
+	return f
+}
+
 // TestOwnerLabelReclassifies: a pod seen before its ReplicaSet and
 // Deployment (as after a restart, or when the pod informer is ahead) is
 // classified by the Deployment's preemptibility label once both arrive, in
@@ -106,21 +136,9 @@ func TestCandidate(t *testing.T) {
 func TestOwnerLabelReclassifies(t *testing.T) {
 	for _, rsFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ReplicaSet first: %v", rsFirst), func(t *testing.T) {
-			s, _ := newTestState()
-			rsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-			depIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-			s.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(rsIndexer), Deployments: appslisters.NewDeploymentLister(depIndexer)}
-			h := s.ownerHandler()
-			s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
+			f := newOwnerFixture()
+			s, h, rsIndexer, depIndexer, dep, rs, pod := f.s, f.h, f.rsIndexer, f.depIndexer, f.dep, f.rs, f.pod
 			s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
-
-			dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "dep",
-				Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}}}
-			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs",
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
-			pod := builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
-			pod.UID = "pod"
-			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
 			s.OnPod(bound(pod, "n"))
 			if got := s.Cards("q")[h200].NonPreemptible; got != 0 {
 				t.Fatalf("before its owners arrived (priority 0): non-preemptible %d, want 0", got)
@@ -153,19 +171,8 @@ func TestOwnerLabelReclassifies(t *testing.T) {
 // label may make it non-preemptible, and a pod placed preemptible stays
 // so, SPEC §3.7), and is woken once both are seen.
 func TestPendingPodWaitsForItsOwner(t *testing.T) {
-	s, _ := newTestState()
-	rsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	depIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	s.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(rsIndexer), Deployments: appslisters.NewDeploymentLister(depIndexer)}
-	h := s.ownerHandler()
-	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "dep",
-		Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}}}
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "dep", Controller: ptrTo(true)}}}}
-	pod := builder.MakePod("ns", "web-1-a").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
-	pod.UID = "pod"
-	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: ptrTo(true)}}
+	f := newOwnerFixture()
+	s, h, rsIndexer, depIndexer, dep, rs, pod := f.s, f.h, f.rsIndexer, f.depIndexer, f.dep, f.rs, f.pod
 	s.OnPod(pod)
 	if c := s.Candidate(pod); c.OwnerUnseen != "ReplicaSet ns/web-1" {
 		t.Fatalf("before its ReplicaSet arrived: owner unseen %q", c.OwnerUnseen)
