@@ -54,6 +54,7 @@ func (r *runner) removeNode(ctx context.Context, i, choice int) error {
 	if err := r.drain(ctx, name); err != nil {
 		return err
 	}
+	r.drained(ctx, name)
 	delete(r.w.nodes, name)
 	if err := ignoreNotFound(r.c.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
 		return err
@@ -77,6 +78,15 @@ func (r *runner) drain(ctx context.Context, nodeName string) error {
 	return nil
 }
 
+// drained waits until the pods drained from a node are gone, their grace
+// periods over, as a drain does before a node is removed or re-sliced.
+func (r *runner) drained(ctx context.Context, name string) {
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := r.c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: RunLabel + "=" + r.w.run, FieldSelector: "spec.nodeName=" + name})
+		return err == nil && len(pods.Items) == 0, nil
+	})
+}
+
 // reslice turns a whole-card H200 node into MIG slices or back, drained
 // first (SPEC §3.6).
 func (r *runner) reslice(ctx context.Context, i, choice int) error {
@@ -96,11 +106,7 @@ func (r *runner) reslice(ctx context.Context, i, choice int) error {
 	if err := r.drain(ctx, name); err != nil {
 		return err
 	}
-	// Drained means its pods are gone, grace periods over.
-	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err := r.c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: RunLabel + "=" + r.w.run, FieldSelector: "spec.nodeName=" + name})
-		return err == nil && len(pods.Items) == 0, nil
-	})
+	r.drained(ctx, name)
 	n, err := r.c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err

@@ -300,6 +300,13 @@ func (r *runner) createPods(ctx context.Context, pods []*corev1.Pod) error {
 // deleteWork deletes a workload whole, as a job's operator does; its
 // pods end after their grace period.
 func (r *runner) deleteWork(ctx context.Context, wl *workload) error {
+	return r.deleteWorkWith(ctx, wl, metav1.DeleteOptions{})
+}
+
+// deleteWorkWith deletes a workload whole with opts for its pods: at once
+// (grace 0) for pods on a node that is gone, as the pod garbage collector
+// deletes them, with no kubelet to wait for.
+func (r *runner) deleteWorkWith(ctx context.Context, wl *workload, opts metav1.DeleteOptions) error {
 	wl.deleted = true
 	var err error
 	switch wl.kind {
@@ -309,7 +316,7 @@ func (r *runner) deleteWork(ctx context.Context, wl *workload) error {
 		// may make a ReplicaSet after: each call deletes what it finds.
 		// Its pods first, so that they terminate classed by their owner.
 		sel := metav1.ListOptions{LabelSelector: "app=" + wl.name}
-		err = r.c.kube.CoreV1().Pods(wl.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
+		err = r.c.kube.CoreV1().Pods(wl.ns).DeleteCollection(ctx, opts, sel)
 		if err == nil {
 			err = ignoreNotFound(r.c.kube.AppsV1().Deployments(wl.ns).Delete(ctx, wl.name, metav1.DeleteOptions{}))
 		}
@@ -317,13 +324,13 @@ func (r *runner) deleteWork(ctx context.Context, wl *workload) error {
 			err = r.c.kube.AppsV1().ReplicaSets(wl.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
 		}
 		if err == nil {
-			err = r.c.kube.CoreV1().Pods(wl.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
+			err = r.c.kube.CoreV1().Pods(wl.ns).DeleteCollection(ctx, opts, sel)
 		}
 	default:
 		// The pods first: a gang's PodGroup gone while they terminate
 		// would leave them classed by their own labels alone.
 		for _, name := range wl.pods {
-			if e := ignoreNotFound(r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, name, metav1.DeleteOptions{})); e != nil && err == nil {
+			if e := ignoreNotFound(r.c.kube.CoreV1().Pods(wl.ns).Delete(ctx, name, opts)); e != nil && err == nil {
 				err = e
 			}
 		}

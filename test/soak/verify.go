@@ -49,7 +49,7 @@ func (r *runner) collectOrphans(ctx context.Context, s snapshot) (found bool, er
 		}
 		if wl := r.w.owner(p); wl != nil && !wl.deleted {
 			r.log("  pod %s/%s bound to %s, which is gone: delete %s %s", p.Namespace, p.Name, p.Spec.NodeName, wl.kind, wl.name)
-			if err := r.deleteWork(ctx, wl); err != nil {
+			if err := r.deleteWorkWith(ctx, wl, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 				return found, err
 			}
 			found = true
