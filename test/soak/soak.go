@@ -188,7 +188,7 @@ func (r *runner) step(ctx context.Context, i int) error {
 		return r.createGang(ctx, i, true)
 	case roll < 35:
 		wl, _, pods := w.newGang(true, false)
-		r.log("  %d: pod %s/%s, %d %s, %s, %s", i, wl.ns, wl.name, wl.cards, wl.res, wl.priority, wl.preempt)
+		r.log("  %d: pod %s/%s, %d %s (sidecar %v), %s, %s, grace %ds", i, wl.ns, wl.name, wl.cards, wl.res, wl.sidecar, wl.priority, wl.preempt, wl.grace)
 		w.changed()
 		return r.createPods(ctx, pods)
 	case roll < 41:
