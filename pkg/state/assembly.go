@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -151,6 +152,8 @@ func (s *State) ReserveAsChecked(pod *corev1.Pod, node string, checked *Checked)
 	}
 	if checked != nil {
 		if why := changedSinceLocked(e, checked.Queue, checked.Class); why != "" {
+			// Its change is already here: no later event would wake it.
+			s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
 			return fwk.NewStatus(fwk.Unschedulable, why)
 		}
 	}

@@ -108,6 +108,13 @@ func TestReserveRefusesWhatWasNotChecked(t *testing.T) {
 			if placed := s.pods["p"].placed(); placed != tc.ok {
 				t.Errorf("placed %v, want %v", placed, tc.ok)
 			}
+			// A refused pod is tried again at once under its new labels:
+			// nothing else would wake it.
+			fw := &fakeFramework{}
+			s.Flush(fw)
+			if woken := len(fw.activated) == 1; woken == tc.ok {
+				t.Errorf("woken %v, want %v", fw.activated, !tc.ok)
+			}
 		})
 	}
 }
