@@ -80,7 +80,6 @@ func (s *State) Candidate(pod *corev1.Pod) Candidate {
 	return s.candidateLocked(e, pod)
 }
 
-// candidateLocked reads the state only; the read lock is enough.
 // Reserve records a pod as placed on node, charging its queue (SPEC §4.1),
 // and counts it for its gang. It is idempotent: the gang and queue plugins
 // both call it from Reserve, whichever runs first places the pod. A min
@@ -115,6 +114,7 @@ func changedSinceLocked(e *podEntry, queue string, class workload.Preemptibility
 	return ""
 }
 
+// candidateLocked reads the state only; the read lock is enough.
 func (s *State) candidateLocked(e *podEntry, pod *corev1.Pod) Candidate {
 	c := Candidate{Facts: e.Facts, NarrowMissed: s.narrowMissedLocked(e)}
 	switch e.Preemptibility {

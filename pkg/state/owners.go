@@ -125,7 +125,7 @@ func (s *State) controllerSeen(uid types.UID) {
 // arrived yet ("" if none): one created moments ago, as a Deployment's
 // ReplicaSet and its pods are. Its label may make the pod non-preemptible,
 // and a pod placed preemptible stays so (SPEC §3.7): the pod waits
-// (WaitForOwner), woken when the owner is seen (ownerSeen). A placed pod is
+// (AwaitOwner), woken when the owner is seen (ownerSeen). A placed pod is
 // booked as placed and needs no owner.
 func (s *State) ownerUnseenLocked(pod *corev1.Pod) string {
 	if pod.Spec.NodeName != "" || metav1.GetControllerOfNoCopy(pod) == nil {

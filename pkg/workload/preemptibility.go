@@ -1,9 +1,8 @@
 package workload
 
 import (
-	"strings"
-
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
