@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"cardinal.dev/cardinal/pkg/refusal"
 )
 
 // maxNameLength bounds one model name, as the Queue CRD does.
@@ -62,20 +64,30 @@ func ResourceOf(model string) corev1.ResourceName {
 // pod requests one, so "a whole card or a MIG slice" cannot be met by one
 // pod spec and is refused rather than half-scheduled (SPEC §4.4).
 func SameResource(models []string) error {
-	for _, m := range models[min(1, len(models)):] {
-		if a, b := ResourceOf(models[0]), ResourceOf(m); a != b {
-			return fmt.Errorf("card models %s and %s need different resources (%s and %s), and a pod requests only one: list alternatives of the same kind, or run one workload per kind",
-				models[0], m, describe(a), describe(b))
-		}
+	if a, b, ok := differentResources(models); ok {
+		return refusal.MixedResources{Models: [2]string{a, b}, Kinds: [2]string{describe(a), describe(b)}}
 	}
 	return nil
 }
 
-func describe(r corev1.ResourceName) string {
-	if r == "" {
-		return "whole cards"
+// differentResources returns the first alternative and the first after it
+// that needs another resource name; ok is false when all need the same.
+func differentResources(models []string) (a, b string, ok bool) {
+	for _, m := range models[min(1, len(models)):] {
+		if ResourceOf(models[0]) != ResourceOf(m) {
+			return models[0], m, true
+		}
 	}
-	return string(r)
+	return "", "", false
+}
+
+// describe says what a card model is used through: whole cards, or the
+// name of its MIG or MPS slice resource.
+func describe(model string) string {
+	if r := ResourceOf(model); r != "" {
+		return string(r)
+	}
+	return "whole cards"
 }
 
 // Matches tells whether a pod requesting resource can use cards of model.

@@ -2,7 +2,6 @@ package cardquota
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/cardmodel"
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/state"
 )
 
@@ -20,27 +20,27 @@ import (
 // while the cards the rest of its min needs cannot fit its queue's card
 // quota, counting as free what the gang may preempt inside its queue (its
 // elastic pods, and preemptible work of lower priority: SPEC §1.2, §3.4,
-// §5.4).
-// What the gang needs is its PodGroup's card-request annotation (or
-// volcano.sh/card.request), scaled to the members still missing; without
-// one, this pod's cards for each missing member. The PodGroup gets an event
-// that says why, in cards.
+// §5.4), or, for a non-preemptible gang, its queue's guarantee (SPEC §3.5).
+// The skeleton is the state's (AdmitToQuota); this plugin says what is
+// short, in cards.
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
-	v, missing, st := p.state.MinToAdmit(pod, Name)
-	if st != nil || missing == 0 {
-		return st
-	}
-	k := v.Key
-	c := p.state.Candidate(pod)
-	if c.Denied != "" {
-		return nil // CardinalQueue's PreFilter refuses it, with an event
-	}
+	return p.state.AdmitToQuota(pod, state.QuotaAdmission{
+		Holder: Name, EventReason: "GangHeldByCardQuota", UsesCards: true, Check: p.held,
+	}, p.handle.EventRecorder())
+}
+
+// held says why the cards the rest of a gang's min needs do not fit its
+// queue's card quota. What the gang needs is its PodGroup's card-request
+// annotation (or volcano.sh/card.request), its share for the members still
+// missing (state.ShareOfMin); without one, this pod's cards for each
+// missing member.
+func (p *Plugin) held(pod *corev1.Pod, v state.GangView, missing int, c state.Candidate) (refusal.Refusal, bool) {
 	cards := p.state.Cards(c.Queue)
-	var msg string
-	reqs, err := gangRequests(c, v.Group, int64(missing), cards)
-	if err != nil {
-		msg = fmt.Sprintf("gang %s is held: %v", k, err)
-	} else if short := shortfall(c.Queue, reqs, cards, nil); short != "" {
+	reqs, invalid := gangRequests(c, v.Group, missing, cards)
+	if invalid != nil {
+		return refusal.GangRequestInvalid{Gang: string(v.Key), Invalid: *invalid}, true
+	}
+	if short := shortfall(c.Queue, reqs, cards, nil); short != nil {
 		// What the gang may preempt in its queue counts as free: it gives
 		// way to the gang's min (SPEC §5.4). Non-preemptible work never
 		// does: if the min is short even without it, nothing is scanned.
@@ -49,46 +49,36 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 			all[m], freed[m] = u.Allocated, u.Allocated-u.NonPreemptible
 		}
 		note := state.MinAlone
-		if short = shortfall(c.Queue, reqs, cards, all); short == "" {
+		if short = shortfall(c.Queue, reqs, cards, all); short == nil {
 			note = state.AllButNonPreemptible
-			if short = shortfall(c.Queue, reqs, cards, freed); short == "" {
+			if short = shortfall(c.Queue, reqs, cards, freed); short == nil {
 				f := p.state.FreeableInQueue(pod, c.Queue)
 				note, short = f.Note, shortfall(c.Queue, reqs, cards, f.Cards)
 			}
 		}
-		if short != "" {
-			msg = fmt.Sprintf("gang %s is held: its min needs %d more pods; %s (%s)", k, missing, short, note)
+		if short != nil {
+			return refusal.GangOverQuota{Gang: string(v.Key), Missing: missing, Quota: *short, Note: note}, true
 		}
 	}
-	if msg == "" && err == nil && c.NonPreemptible {
+	if c.NonPreemptible {
 		// Non-preemptible work may use only the guarantee (SPEC §3.5):
 		// preemption frees none of it for a non-preemptible min.
-		msg = guaranteeShortfall(k, c, missing, reqs, cards)
+		if r := guaranteeShortfall(v.Key, c, missing, reqs, cards); r != nil {
+			return r, true
+		}
 	}
-	if msg == "" {
-		p.state.Release(k, Name)
-		return nil
-	}
-	if p.state.Hold(pod, k, Name, msg, c.Queue, true) {
-		p.handle.EventRecorder().Eventf(p.state.PodGroupRef(k), nil, corev1.EventTypeWarning, "GangHeldByCardQuota", "Admission", "%s", msg)
-	}
-	// A held pod is never tried, so no FailedScheduling tells its reason:
-	// this does (repeats fold into one event series).
-	p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "GangHeldByCardQuota", "Admission", "%s", msg)
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	return nil, true
 }
 
 // gangRequests is what the rest of a gang's min needs in cards.
-func gangRequests(c state.Candidate, pg *schedv1alpha1.PodGroup, missing int64, cards map[string]state.CardUsage) ([]cardmodel.Request, error) {
+func gangRequests(c state.Candidate, pg *schedv1alpha1.PodGroup, missing int, cards map[string]state.CardUsage) ([]cardmodel.Request, *refusal.AnnotationInvalid) {
 	if v, from, ok := cardmodel.Annotation(pg.Annotations, v1alpha1.CardRequestAnnotation, v1alpha1.VolcanoCardRequestAnnotation); ok {
 		reqs, err := cardmodel.ParseRequest(v)
 		if err != nil {
-			return nil, fmt.Errorf("PodGroup %s/%s: annotation %s is invalid: %v", pg.Namespace, pg.Name, from, err)
+			return nil, &refusal.AnnotationInvalid{Object: "PodGroup " + pg.Namespace + "/" + pg.Name, Annotation: from, Problem: err.Error()}
 		}
-		if minMember := int64(pg.Spec.MinMember); minMember > 0 {
-			for i := range reqs {
-				reqs[i].Count = (reqs[i].Count*missing + minMember - 1) / minMember
-			}
+		for i := range reqs {
+			reqs[i].Count = state.ShareOfMin(reqs[i].Count, missing, int(pg.Spec.MinMember))
 		}
 		return reqs, nil
 	}
@@ -110,7 +100,7 @@ func gangRequests(c state.Candidate, pg *schedv1alpha1.PodGroup, missing int64, 
 			sort.Strings(models)
 		}
 		if len(models) > 0 {
-			reqs = append(reqs, cardmodel.Request{Models: models, Count: n * missing})
+			reqs = append(reqs, cardmodel.Request{Models: models, Count: n * int64(missing)})
 		}
 	}
 	return reqs, nil
@@ -118,37 +108,38 @@ func gangRequests(c state.Candidate, pg *schedv1alpha1.PodGroup, missing int64, 
 
 // shortfall says, per SPEC §4.6, the first request that does not fit the
 // queue's card quota, its alternatives taken in order and freed counted as
-// available; "" when all fit.
-func shortfall(queue string, reqs []cardmodel.Request, cards map[string]state.CardUsage, freed map[string]int64) string {
+// available; nil when all fit.
+func shortfall(queue string, reqs []cardmodel.Request, cards map[string]state.CardUsage, freed map[string]int64) *refusal.QuotaExceeded {
 	r, short := firstShort(reqs, cards, func(u state.CardUsage, m string) int64 { return u.Capability - u.Allocated + freed[m] })
 	if !short {
-		return ""
+		return nil
 	}
 	var used, capability int64
 	for _, m := range r.Models {
 		used += cards[m].Allocated - freed[m]
 		capability += cards[m].Capability
 	}
-	return fmt.Sprintf("queue %s has insufficient %s quota: requested %d, would use %d, capability %d",
-		queue, strings.Join(r.Models, "|"), r.Count, used+r.Count, capability)
+	return &refusal.QuotaExceeded{Queue: queue, Resource: strings.Join(r.Models, "|"), Requested: r.Count, WouldUse: used + r.Count, Capability: capability}
 }
 
 // guaranteeShortfall says, for a gang whose min would be charged as
 // non-preemptible (SPEC §3.5), the first request that does not fit the
-// queue's guarantee of its models less their non-preemptible use; "" when
+// queue's guarantee of its models less their non-preemptible use; nil when
 // all fit.
-func guaranteeShortfall(k gang.Key, c state.Candidate, missing int, reqs []cardmodel.Request, cards map[string]state.CardUsage) string {
+func guaranteeShortfall(k gang.Key, c state.Candidate, missing int, reqs []cardmodel.Request, cards map[string]state.CardUsage) refusal.Refusal {
 	r, short := firstShort(reqs, cards, func(u state.CardUsage, _ string) int64 { return u.Guarantee - u.NonPreemptible })
 	if !short {
-		return ""
+		return nil
 	}
 	var used, guarantee int64
 	for _, m := range r.Models {
 		used += cards[m].NonPreemptible
 		guarantee += cards[m].Guarantee
 	}
-	return fmt.Sprintf("gang %s is held: it is %s and its min needs %d more pods; queue %s guarantees %s %d and non-preemptible pods would use %d",
-		k, c.Preemptibility, missing, c.Queue, strings.Join(r.Models, "|"), guarantee, used+r.Count)
+	return refusal.GangOverGuarantee{
+		Gang: string(k), Preemptibility: string(c.Preemptibility), Missing: missing,
+		Queue: c.Queue, Resource: strings.Join(r.Models, "|"), Guarantee: guarantee, WouldUse: used + r.Count,
+	}
 }
 
 // firstShort finds the first request that the room of the queue's listed

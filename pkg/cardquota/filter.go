@@ -2,13 +2,12 @@ package cardquota
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/cardmodel"
+	"cardinal.dev/cardinal/pkg/refusal"
 )
 
 // Filter lets the pod onto a node only if the node's model for each card
@@ -35,7 +34,7 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 		// kube-scheduler's snapshot is ahead of the state's informer: the
 		// node, or its cards, are not known here yet, and so neither is
 		// what the pod would be charged. Let the pod onto it once they are.
-		st := fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s's card models are not known to Cardinal yet; the pod is tried again when they are", nodeName))
+		st := refusal.Status(fwk.Unschedulable, refusal.ModelsUnknown{Node: nodeName})
 		if s.waits == nil || pod == nil || s.waits.Load() {
 			return st // simulated, or already registered to wake this cycle
 		}
@@ -62,8 +61,7 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 		}
 		used = true
 		if len(s.names) > 0 && s.rank(model) < 0 {
-			return p.waits(s, pod, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-				"node %s has %s, which is not among the pod's card models %s", nodeName, model, strings.Join(s.names, "|"))))
+			return p.waits(s, pod, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.ModelNotAllowed{Node: nodeName, Model: model, Models: s.names}))
 		}
 		if st := s.check(model, rq.n); st != nil {
 			return p.waits(s, pod, st)
@@ -71,11 +69,9 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	}
 	if !used && len(s.names) > 0 {
 		if len(node.Unlabelled) > 0 {
-			return p.waits(s, pod, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-				"node %s's cards have no model (no product label), and the pod asks for %s", nodeName, strings.Join(s.names, "|"))))
+			return p.waits(s, pod, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.UnlabelledCards{Node: nodeName, Models: s.names}))
 		}
-		return p.waits(s, pod, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-			"node %s has none of the pod's card models %s", nodeName, strings.Join(s.names, "|"))))
+		return p.waits(s, pod, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.NoModelOnNode{Node: nodeName, Models: s.names}))
 	}
 	return p.room(s, pod, nodeInfo, alloc)
 }
@@ -127,7 +123,7 @@ func (p *Plugin) room(s *stateData, pod *corev1.Pod, nodeInfo fwk.NodeInfo, allo
 		if rq.n > a {
 			// As NodeResourcesFit: one resource no preemption can free is
 			// what the node is refused for.
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, rq.insufficient)
+			return refusal.Status(fwk.UnschedulableAndUnresolvable, rq.insufficient)
 		}
 		if requested == nil {
 			requested = nodeInfo.GetRequested().GetScalarResources()
@@ -137,7 +133,7 @@ func (p *Plugin) room(s *stateData, pod *corev1.Pod, nodeInfo fwk.NodeInfo, allo
 		}
 	}
 	if short != nil {
-		return fwk.NewStatus(fwk.Unschedulable, short.insufficient)
+		return refusal.Status(fwk.Unschedulable, short.insufficient)
 	}
 	return nil
 }

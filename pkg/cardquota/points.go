@@ -2,6 +2,7 @@ package cardquota
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/cardmodel"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/state"
 )
 
@@ -83,7 +85,7 @@ func (p *Plugin) passesEveryNode(s *stateData, snapshotNodes int) bool {
 type cardRequest struct {
 	resource     corev1.ResourceName
 	n            int64
-	insufficient string
+	insufficient refusal.Refusal
 }
 
 // cardRequests are a pod's card requests in resource order: a slice, as
@@ -94,7 +96,7 @@ type cardRequests []cardRequest
 func newCardRequests(m map[corev1.ResourceName]int64) cardRequests {
 	out := make(cardRequests, 0, len(m))
 	for r, n := range m {
-		out = append(out, cardRequest{resource: r, n: n, insufficient: "Insufficient " + string(r)})
+		out = append(out, cardRequest{resource: r, n: n, insufficient: refusal.Insufficient{Resource: string(r)}})
 	}
 	slices.SortFunc(out, func(a, b cardRequest) int { return strings.Compare(string(a.resource), string(b.resource)) })
 	return out
@@ -144,17 +146,18 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	c := p.state.Candidate(pod)
 	names := c.CardNames
 	if c.CardNamesErr != nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, c.CardNamesErr.Error())
+		return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, c.CardNamesErr)
 	}
 	if len(names) > 0 {
-		if err := cardmodel.SameResource(names); err != nil {
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s/%s: %v", pod.Namespace, pod.Name, err))
+		var mixed refusal.MixedResources
+		if errors.As(cardmodel.SameResource(names), &mixed) {
+			mixed.Pod = pod.Namespace + "/" + pod.Name
+			return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, mixed)
 		}
 		for r := range c.CardRequests {
 			if !cardmodel.Matches(names[0], r) {
-				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-					"pod %s/%s requests %s, which is not what card model %s is used through: request the model's resource or change the card-name annotation",
-					pod.Namespace, pod.Name, r, names[0]))
+				return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.WrongResource{
+					Pod: pod.Namespace + "/" + pod.Name, Resource: string(r), Model: names[0]})
 			}
 		}
 	}
@@ -189,15 +192,15 @@ func (s *stateData) checkAny() *fwk.Status {
 	for _, rq := range s.requests {
 		total += rq.n
 	}
-	reasons := make([]string, 0, len(s.names))
+	each := make([]refusal.Refusal, 0, len(s.names))
 	for _, model := range s.names {
-		st := s.check(model, total)
-		if st == nil {
+		r := s.refusal(model, total)
+		if r == nil {
 			return nil
 		}
-		reasons = append(reasons, st.Message())
+		each = append(each, r)
 	}
-	return fwk.NewStatus(fwk.Unschedulable, strings.Join(reasons, "; "))
+	return refusal.Status(fwk.Unschedulable, refusal.NoAlternative{Each: each})
 }
 
 // newStateData is a candidate's card numbers as its queue's quota and use
@@ -220,17 +223,22 @@ func (p *Plugin) newStateData(c state.Candidate) *stateData {
 // check is the quota decision for n cards of model on this cycle's
 // (possibly simulated) numbers (SPEC §4.2, §4.6, §3.5).
 func (s *stateData) check(model string, n int64) *fwk.Status {
+	if r := s.refusal(model, n); r != nil {
+		return refusal.Status(fwk.Unschedulable, r)
+	}
+	return nil
+}
+
+// refusal is why n cards of model do not fit the queue's card quota, or nil.
+func (s *stateData) refusal(model string, n int64) refusal.Refusal {
 	u := s.cards[model]
 	switch {
 	case !u.Listed:
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
-			"queue %s has no quota for card model %s: add it to the queue's spec.cards, or ask for a model the queue lists", s.queue, model))
+		return refusal.NoModelQuota{Queue: s.queue, Model: model}
 	case u.Allocated+n > u.Capability:
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
-			"queue %s has insufficient %s quota: requested %d, would use %d, capability %d", s.queue, model, n, u.Allocated+n, u.Capability))
+		return refusal.QuotaExceeded{Queue: s.queue, Resource: model, Requested: n, WouldUse: u.Allocated + n, Capability: u.Capability}
 	case s.nonPreemptible && u.NonPreemptible+n > u.Guarantee:
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
-			"queue %s: non-preemptible pods may use only its guarantee of %s: requested %d, would use %d, guarantee %d", s.queue, model, n, u.NonPreemptible+n, u.Guarantee))
+		return refusal.GuaranteeExceeded{Queue: s.queue, Resource: model, Requested: n, WouldUse: u.NonPreemptible + n, Guarantee: u.Guarantee}
 	}
 	return nil
 }

@@ -366,11 +366,37 @@ func TestShortfall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := shortfall("a", tt.reqs, cards, tt.freed)
+			got := ""
+			if r := shortfall("a", tt.reqs, cards, tt.freed); r != nil {
+				got = r.String()
+			}
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("shortfall = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestGangRequests: a gang's card request is shared over its min members,
+// and what the missing ones need is their share rounded down: admission
+// never holds a gang whose missing pods may be the small ones (5 cards
+// over 2 pods: the missing pod may need 2).
+func TestGangRequests(t *testing.T) {
+	c := state.Candidate{Facts: state.Facts{Queue: "a"}}
+	pg := builder.MakePodGroup("ns", "g", 2).Annotation(v1alpha1.CardRequestAnnotation, `{"NVIDIA-H200":5}`).Obj()
+	tests := []struct {
+		missing int
+		want    int64
+	}{{2, 5}, {1, 2}, {0, 0}}
+	for _, tt := range tests {
+		reqs, invalid := gangRequests(c, pg, tt.missing, nil)
+		if invalid != nil || len(reqs) != 1 || reqs[0].Count != tt.want {
+			t.Errorf("missing %d: %v %v, want %d cards", tt.missing, reqs, invalid, tt.want)
+		}
+	}
+	pg.Annotations[v1alpha1.CardRequestAnnotation] = "{"
+	if _, invalid := gangRequests(c, pg, 1, nil); invalid == nil || invalid.Object != "PodGroup ns/g" {
+		t.Errorf("an unreadable card request: %v, want it named", invalid)
 	}
 }
 
@@ -394,7 +420,11 @@ func TestGuaranteeShortfall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := guaranteeShortfall("ns/g", c, 2, tt.reqs, cards); got != tt.want {
+			got := ""
+			if r := guaranteeShortfall("ns/g", c, 2, tt.reqs, cards); r != nil {
+				got = r.String()
+			}
+			if got != tt.want {
 				t.Errorf("guaranteeShortfall = %q, want %q", got, tt.want)
 			}
 		})

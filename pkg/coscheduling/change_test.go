@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"cardinal.dev/cardinal/test/builder"
 )
 
 // TestReserveAfterTheGangGaveUp: a member whose PreFilter ran before its
@@ -143,7 +145,7 @@ func TestHeldGangWakesTheNextOne(t *testing.T) {
 	f.schedule(a[0])
 	f.schedule(b[0])
 	f.schedule(c[0])
-	f.st.Hold(b[1], "ns/b", "test", "held by its queue", "default", false)
+	f.st.Hold(b[1], "ns/b", "test", builder.Because("held by its queue"), "default", false)
 	f.flush()
 	f.h.takeActivated()
 	f.schedule(a[1])

@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/state"
 )
 
@@ -56,8 +57,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	// if it cannot, PostFilter fails the gang.
 	if room := roomFor(shapeOf(start.Pending), nodes, start.Missing); room < start.Missing {
 		state.MarkRefusedAtPreFilter(cs)
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
-			"gang %s does not fit: its min needs %d more pods placed and free resources hold at most %d like them", start.Gang, start.Missing, room))
+		return nil, refusal.Status(fwk.Unschedulable, refusal.GangDoesNotFit{Gang: string(start.Gang), Missing: start.Missing, Room: room})
 	}
 	return nil, nil
 }
@@ -89,11 +89,10 @@ func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	}
 	v, ok := p.state.Gang(k)
 	if !ok {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s not found", k))
+		return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.NoPodGroup{Gang: string(k)})
 	}
 	if v.Placed >= int(v.Group.Spec.MinMember) {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-			"elastic pod of gang %s waits for free capacity; elastic pods never preempt", k))
+		return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.ElasticNoRoom{Gang: string(k)})
 	}
 	reason := fmt.Sprintf("pod %s cannot be placed now (its events say why) with %d of its min %d placed", pod.Name, v.Placed, v.Group.Spec.MinMember)
 	if p.state.PreemptionEnabled() && !state.PreemptionTried(cs) {

@@ -1,12 +1,11 @@
 package elasticquota
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/state"
 )
 
@@ -23,9 +22,8 @@ func keptRoom(pod *corev1.Pod, request quota.Resources, nodeInfo fwk.NodeInfo, c
 	free := freeOn(nodeInfo)
 	for r, v := range request {
 		if k := kept[r]; k > 0 && free[r]-k < v {
-			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
-				"node %s: its %s is kept for a gang that preempted for it (%s of %s free is kept)",
-				nodeInfo.Node().Name, r, quota.Format(r, k), quota.Format(r, max(free[r], 0))))
+			return refusal.Status(fwk.Unschedulable, refusal.RoomKept{
+				Node: nodeInfo.Node().Name, Resource: string(r), Kept: k, Free: max(free[r], 0)})
 		}
 	}
 	return nil

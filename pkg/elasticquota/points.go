@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/pkg/workload"
 )
@@ -74,8 +75,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	if c.OwnerUnseen != "" {
 		// Read again: the owner may have come since the facts were derived.
 		if unseen := p.state.AwaitOwner(pod); unseen != "" {
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-				"its owner %s is not seen yet: the pod waits for it, since its cardinal.dev/preemptibility label decides how the pod is placed", unseen))
+			return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.OwnerUnseen{Owner: unseen})
 		}
 		c = p.state.Candidate(pod)
 	}
@@ -89,17 +89,15 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 			p.state.WaitForRoom(pod, c.Queue, false) // woken when the Queue is created
 		}
 		if why := p.state.QueuesUnreadable(); why != "" {
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-				"queue %s cannot be read: %s; its pods wait until it can", c.Queue, why))
+			return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.QueueUnreadable{Queue: c.Queue, Why: why})
 		}
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-			"queue %s does not exist: create it, or set the label cardinal.dev/queue on the pod, its PodGroup or its namespace to an existing queue", c.Queue))
+		return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.NoQueue{Queue: c.Queue})
 	}
-	if c.Denied != "" {
+	if c.Denied != nil {
 		if !simulating {
 			p.state.WaitForRoom(pod, c.Queue, false) // woken when the namespace or the Queue changes
 		}
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, c.Denied)
+		return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, c.Denied)
 	}
 	s := &stateData{
 		queue: c.Queue, request: c.Request, nonPreemptible: c.NonPreemptible, class: c.Preemptibility,
@@ -129,18 +127,18 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 // check is the quota decision on this cycle's (possibly simulated) numbers.
 func (s *stateData) check() *fwk.Status {
 	if name, over := quota.Exceeded(s.allocated, s.request, s.capability); over {
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
-			"queue %s has insufficient %s quota: requested %s, would use %s, capability %s",
-			s.queue, name, quota.Format(name, s.request[name]),
-			quota.Format(name, s.allocated[name]+s.request[name]), quota.Format(name, s.capability[name])))
+		return refusal.Status(fwk.Unschedulable, refusal.QuotaExceeded{
+			Queue: s.queue, Resource: string(name), Requested: s.request[name],
+			WouldUse: s.allocated[name] + s.request[name], Capability: s.capability[name],
+		})
 	}
 	if s.nonPreemptible {
 		limit := guaranteeLimit(s.guarantee, s.capability)
 		if name, over := quota.Exceeded(s.nonPreemptibleUse, s.request, limit); over {
-			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
-				"queue %s: non-preemptible pods may use only its guarantee of %s: requested %s, would use %s, guarantee %s",
-				s.queue, name, quota.Format(name, s.request[name]),
-				quota.Format(name, s.nonPreemptibleUse[name]+s.request[name]), quota.Format(name, limit[name])))
+			return refusal.Status(fwk.Unschedulable, refusal.GuaranteeExceeded{
+				Queue: s.queue, Resource: string(name), Requested: s.request[name],
+				WouldUse: s.nonPreemptibleUse[name] + s.request[name], Guarantee: limit[name],
+			})
 		}
 	}
 	return nil

@@ -152,8 +152,8 @@ func (c *Cluster) Gangs(_ context.Context, namespace string) ([]GangRow, error) 
 		if row.Phase == "" {
 			row.Phase = string(podgroupstatus.Compute(pg, pods, "").Phase)
 		}
-		if held := c.held(k); held != "" {
-			row.Waiting = podgroupstatus.Compute(pg, pods, held).WaitingReason
+		if held := c.held(k); held != nil {
+			row.Waiting = podgroupstatus.Compute(pg, pods, held.String()).WaitingReason
 		} else {
 			row.Waiting = pg.Annotations[podgroupstatus.WaitingReasonAnnotation]
 		}

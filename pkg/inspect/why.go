@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/podgroupstatus"
+	"cardinal.dev/cardinal/pkg/refusal"
 )
 
 // Answer says, in sentences, where a pod or gang stands and why.
@@ -78,9 +78,9 @@ func (c *Cluster) WhyPod(ctx context.Context, namespace, name string) (Answer, e
 		a.Why = fmt.Sprintf("pod %s/%s ended (%s) before it was scheduled", namespace, name, pod.Status.Phase)
 		return a, nil
 	}
-	why, plugin := c.waitReason(ctx, pod)
+	why, plugin, r := c.waitReason(ctx, pod)
 	a.Why = why
-	a.Fix = c.fix(pod, plugin, why)
+	a.Fix = c.fix(pod, plugin, r)
 	if cond := scheduledCondition(pod); cond != nil && cond.Message == why {
 		a.Since = &cond.LastTransitionTime
 	}
@@ -106,13 +106,15 @@ func (c *Cluster) WhyPodGroup(ctx context.Context, namespace, name string) (Answ
 	// its first waiting pod, quoted as the annotation quotes a pod.
 	first := firstWaiting(pods)
 	reason, plugin, quoted := "", "", ""
+	var why refusal.Refusal
 	if first != nil {
-		reason, plugin = c.waitReason(ctx, first)
-		if quoted = c.held(gang.KeyOf(pg)); quoted == "" {
-			quoted = c.backingOff(pg)
+		reason, plugin, why = c.waitReason(ctx, first)
+		gangWhy := c.held(gang.KeyOf(pg))
+		if gangWhy == nil {
+			gangWhy = c.backingOff(pg)
 		}
-		if quoted != "" {
-			reason = quoted
+		if gangWhy != nil {
+			why, reason, quoted = gangWhy, gangWhy.String(), gangWhy.String()
 		} else {
 			quoted = podgroupstatus.PodReason(first, reason)
 		}
@@ -122,7 +124,7 @@ func (c *Cluster) WhyPodGroup(ctx context.Context, namespace, name string) (Answ
 	case s.WaitingReason != "":
 		a.State, a.Why = Waiting, s.WaitingReason
 		if first != nil {
-			a.Fix = c.fix(first, plugin, reason)
+			a.Fix = c.fix(first, plugin, why)
 		} else {
 			a.Fix = fmt.Sprintf("create %d more pods of the gang, or lower its minMember", int(pg.Spec.MinMember)-len(pods))
 		}
@@ -134,7 +136,7 @@ func (c *Cluster) WhyPodGroup(ctx context.Context, namespace, name string) (Answ
 		a.Why = fmt.Sprintf("gang %s/%s has its min: %d of minMember %d pods scheduled, %d running", namespace, name, s.Scheduled, pg.Spec.MinMember, s.Running)
 		if first != nil {
 			a.Why += fmt.Sprintf("; elastic pod %s waits: %s", first.Name, reason)
-			a.Fix = c.fix(first, plugin, reason)
+			a.Fix = c.fix(first, plugin, why)
 		}
 	}
 	if ev := c.lastEviction(ctx, namespace, "PodGroup", name); ev != "" && a.State != Running {
@@ -146,35 +148,33 @@ func (c *Cluster) WhyPodGroup(ctx context.Context, namespace, name string) (Answ
 // waitReason runs the scheduler profile's own checks on a pod that waits,
 // in the scheduler's order: admission (PreEnqueue), then PreFilter, then
 // Filter on every node. It returns the first refusal, with the plugin that
-// refused, in the scheduler's words. A pod that passes them all waits on
-// something only the running scheduler knows (another gang being placed
+// refused, in the scheduler's words and as the value it was built from
+// (nil for words of no Cardinal refusal). A pod that passes them all waits
+// on something only the running scheduler knows (another gang being placed
 // at Permit, a backoff, room kept for a preemptor): that is read from what
-// the scheduler last wrote on the pod.
-func (c *Cluster) waitReason(ctx context.Context, pod *corev1.Pod) (reason, plugin string) {
+// the scheduler last wrote on the pod and its PodGroup.
+func (c *Cluster) waitReason(ctx context.Context, pod *corev1.Pod) (reason, plugin string, r refusal.Refusal) {
 	if len(pod.Spec.SchedulingGates) > 0 {
 		names := make([]string, 0, len(pod.Spec.SchedulingGates))
 		for _, g := range pod.Spec.SchedulingGates {
 			names = append(names, g.Name)
 		}
-		return fmt.Sprintf("pod %s/%s has scheduling gates %s: it is not tried until whoever set them removes them", pod.Namespace, pod.Name, strings.Join(names, ", ")), gatesPlugin
+		return fmt.Sprintf("pod %s/%s has scheduling gates %s: it is not tried until whoever set them removes them", pod.Namespace, pod.Name, strings.Join(names, ", ")), gatesPlugin, nil
 	}
 	for _, pl := range c.Framework.PreEnqueuePlugins() {
 		if st := pl.PreEnqueue(ctx, pod); !st.IsSuccess() {
-			return st.Message(), pl.Name()
+			return st.Message(), pl.Name(), refusalOf(pl.Name(), st)
 		}
 	}
-	if k, ok := gang.Of(pod); ok {
-		ns, name := k.Split()
-		if pg, err := c.podGroups.PodGroups(ns).Get(name); err == nil {
-			if b := c.backingOff(pg); b != "" {
-				return b, schedulerPlugin
-			}
+	if pg := c.podGroupOf(pod); pg != nil {
+		if b := c.backingOff(pg); b != nil {
+			return b.String(), schedulerPlugin, b
 		}
 	}
 	cs := framework.NewCycleState()
 	nodes, err := c.snapshot.NodeInfos().List()
 	if err != nil {
-		return err.Error(), ""
+		return err.Error(), "", nil
 	}
 	fit := &framework.FitError{Pod: pod, NumAllNodes: len(nodes), Diagnosis: framework.Diagnosis{
 		NodeToStatus: framework.NewDefaultNodeToStatus(), UnschedulablePlugins: sets.New[string](),
@@ -182,10 +182,10 @@ func (c *Cluster) waitReason(ctx context.Context, pod *corev1.Pod) (reason, plug
 	result, st, _ := c.Framework.RunPreFilterPlugins(ctx, cs, pod)
 	if !st.IsSuccess() {
 		if st.Code() == fwk.Error {
-			return fmt.Sprintf("the scheduler's checks failed on pod %s/%s: %v", pod.Namespace, pod.Name, st.AsError()), st.Plugin()
+			return fmt.Sprintf("the scheduler's checks failed on pod %s/%s: %v", pod.Namespace, pod.Name, st.AsError()), st.Plugin(), nil
 		}
 		fit.Diagnosis.PreFilterMsg = st.Message()
-		return c.scheduled(pod, fit.Error()), st.Plugin()
+		return c.scheduled(pod, fit.Error()), st.Plugin(), refusalOf(st.Plugin(), st)
 	}
 	feasible, failed := 0, map[string]int{}
 	for _, ni := range nodes {
@@ -199,72 +199,61 @@ func (c *Cluster) waitReason(ctx context.Context, pod *corev1.Pod) (reason, plug
 		}
 		fit.Diagnosis.NodeToStatus.Set(ni.Node().Name, st)
 		failed[st.Plugin()]++
+		if nr := refusalOf(st.Plugin(), st); nr != nil && (r == nil || telling(nr) < telling(r)) {
+			r = nr
+		}
 	}
 	if feasible == 0 {
-		return c.scheduled(pod, fit.Error()), mostCommon(failed)
+		return c.scheduled(pod, fit.Error()), mostCommon(failed), r
 	}
 	if cond := scheduledCondition(pod); cond != nil && cond.Message != "" {
-		return cond.Message, schedulerPlugin
+		return cond.Message, schedulerPlugin, c.runtimeRefusal(pod, cond.Message)
 	}
-	return fmt.Sprintf("pod %s/%s fits on %d of %d nodes now: the scheduler has not tried it since they freed", pod.Namespace, pod.Name, feasible, len(nodes)), ""
+	return fmt.Sprintf("pod %s/%s fits on %d of %d nodes now: the scheduler has not tried it since they freed", pod.Namespace, pod.Name, feasible, len(nodes)), "", nil
 }
 
 // scheduled returns what the scheduler last wrote on the pod when it says
 // the same as the read-only checks found and more (what its PostFilter
-// added), or what only the running scheduler knows (another gang being
-// placed, a backoff, room kept for a preemptor); else what the checks found.
+// added); else what the checks found, which is how things stand now.
 func (c *Cluster) scheduled(pod *corev1.Pod, found string) string {
-	cond := scheduledCondition(pod)
-	if cond == nil || cond.Message == "" {
-		return found
-	}
-	if strings.HasPrefix(cond.Message, found) {
+	if cond := scheduledCondition(pod); cond != nil && strings.HasPrefix(cond.Message, found) {
 		return cond.Message
-	}
-	for _, runtimeOnly := range runtimeOnly {
-		if strings.Contains(cond.Message, runtimeOnly) {
-			return cond.Message
-		}
-	}
-	// Elastic pods wait for a gang that needs its min unless that gang is
-	// held (judged here too, see Load) or backing off, which only the
-	// scheduler knows and writes on the gang's PodGroup.
-	if m := elasticWaits.FindStringSubmatch(found); m != nil {
-		ns, name := gang.Key(m[1]).Split()
-		if pg, err := c.podGroups.PodGroups(ns).Get(name); err == nil && c.backingOff(pg) != "" {
-			return cond.Message
-		}
 	}
 	return found
 }
 
-// runtimeOnly mark refusals that depend on what only the running scheduler
-// knows: which gang is being placed, a backoff, room kept for a preemptor.
-var runtimeOnly = []string{"which is being placed", "is backing off until", "is kept for a gang"}
-
-// backingOff is the backoff the scheduler wrote in a PodGroup's waiting
-// reason while it lasts, or "": a gang backing off is not tried, so none of
-// its pods says so.
-func (c *Cluster) backingOff(pg *schedv1alpha1.PodGroup) string {
-	m := backoffNote.FindStringSubmatch(pg.Annotations[podgroupstatus.WaitingReasonAnnotation])
-	if m == nil {
-		return ""
+// backingOff is the backoff the scheduler wrote on a PodGroup while it
+// lasts, or nil: a gang backing off is not tried, so none of its pods says
+// so.
+func (c *Cluster) backingOff(pg *schedv1alpha1.PodGroup) refusal.Refusal {
+	b, ok := waitingRefusal(pg).(refusal.BackingOff)
+	if !ok || !c.State.Now().Before(b.Until) {
+		return nil
 	}
-	if until, err := time.Parse(time.RFC3339, m[2]); err != nil || !c.State.Now().Before(until) {
-		return ""
-	}
-	return m[1]
+	return b
 }
 
-var backoffNote = regexp.MustCompile(`(gang \S+ is backing off until (\S+) after: .*)$`)
+// podGroupOf is the PodGroup of pod's gang, or nil.
+func (c *Cluster) podGroupOf(pod *corev1.Pod) *schedv1alpha1.PodGroup {
+	k, ok := gang.Of(pod)
+	if !ok {
+		return nil
+	}
+	ns, name := k.Split()
+	pg, err := c.podGroups.PodGroups(ns).Get(name)
+	if err != nil {
+		return nil
+	}
+	return pg
+}
 
-// held is why the state holds a gang back from admission, or "".
-func (c *Cluster) held(k gang.Key) string {
+// held is why the state holds a gang back from admission, or nil.
+func (c *Cluster) held(k gang.Key) refusal.Refusal {
 	g, ok := c.State.GangStatus(k)
 	if !ok {
-		return ""
+		return nil
 	}
-	return g.HeldReason()
+	return g.HeldBy()
 }
 
 // placedSentence says where a bound pod runs and in what role.

@@ -27,6 +27,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/state"
 )
 
@@ -34,6 +35,11 @@ import (
 const (
 	ScheduledAnnotation     = "cardinal.dev/scheduled"
 	WaitingReasonAnnotation = "cardinal.dev/waiting-reason"
+	// WaitingRefusalAnnotation is the scheduler's own refusal of the
+	// waiting gang (held, backing off, waiting for another gang), as JSON
+	// (refusal.Encode): kubectl cardinal reads what only the running
+	// scheduler knows from it, without parsing the waiting reason back.
+	WaitingRefusalAnnotation = "cardinal.dev/waiting-refusal"
 
 	podGroupIndex = "cardinal.dev/pod-group"
 )
@@ -105,7 +111,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 
 // podGroupChanged asks for a PodGroup whose own fields changed at once.
 // An update that changed only what this controller writes (its status and
-// its two annotations, or nothing: a resync) is most often the echo of its
+// the annotations it writes, or nothing: a resync) is most often the echo of its
 // own write: asking at once would cut a gang's podsSettle short, and read
 // a cached PodGroup that may not have the write's other half yet. It is
 // asked for once the gang's pods settle instead, which still puts back
@@ -119,12 +125,13 @@ func podGroupChanged(old, cur client.Object, q workqueue.TypedRateLimitingInterf
 }
 
 // ownWrite tells whether an update of a PodGroup changed at most its
-// status and the two annotations this controller writes.
+// status and the annotations this controller writes.
 func ownWrite(old, cur client.Object) bool {
 	others := func(o client.Object) map[string]string {
 		a := maps.Clone(o.GetAnnotations())
 		delete(a, ScheduledAnnotation)
 		delete(a, WaitingReasonAnnotation)
+		delete(a, WaitingRefusalAnnotation)
 		return a
 	}
 	return old.GetUID() == cur.GetUID() && old.GetGeneration() == cur.GetGeneration() &&
@@ -185,13 +192,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			mine = append(mine, &pods.Items[i])
 		}
 	}
-	held := ""
+	// The gang's reason is its hold or backoff when it has one; else its
+	// first waiting pod's. Either way the refusal the scheduler itself
+	// gave the gang, if any, goes beside it.
+	var why, waits refusal.Refusal
 	if r.State != nil {
 		if g, ok := r.State.GangStatus(gang.KeyOf(pg)); ok {
-			if held = g.HeldReason(); held == "" {
-				held = g.BackingOff(r.State.Now())
+			if why = g.HeldBy(); why == nil {
+				why = g.BackingOff(r.State.Now())
 			}
+			waits = g.Waits
 		}
+	}
+	held := ""
+	if why != nil {
+		held = why.String()
+	} else {
+		why = waits
 	}
 	s := Compute(pg, mine, held)
 
@@ -214,6 +231,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		want.Annotations[WaitingReasonAnnotation] = s.WaitingReason
 	} else {
 		delete(want.Annotations, WaitingReasonAnnotation)
+	}
+	delete(want.Annotations, WaitingRefusalAnnotation)
+	if s.WaitingReason != "" && why != nil {
+		if enc, err := refusal.Encode(why); err == nil {
+			want.Annotations[WaitingRefusalAnnotation] = enc
+		}
 	}
 	if fmt.Sprint(want.Annotations) != fmt.Sprint(before.Annotations) {
 		if err := r.Patch(ctx, want, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {

@@ -79,6 +79,7 @@ func TestPodGroupChanged(t *testing.T) {
 		{"status", func(pg *schedv1alpha1.PodGroup) { pg.Status.Phase = schedv1alpha1.PodGroupScheduling }, podsSettle},
 		{"its annotations", func(pg *schedv1alpha1.PodGroup) {
 			pg.Annotations[ScheduledAnnotation], pg.Annotations[WaitingReasonAnnotation] = "1", "waits"
+			pg.Annotations[WaitingRefusalAnnotation] = `{"kind":"Loading","value":{}}`
 		}, podsSettle},
 		{"spec", func(pg *schedv1alpha1.PodGroup) { pg.Generation++ }, 0},
 		{"the queue label", func(pg *schedv1alpha1.PodGroup) { pg.Labels["cardinal.dev/queue"] = "b" }, 0},

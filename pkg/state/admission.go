@@ -1,16 +1,17 @@
 package state
 
 import (
-	"fmt"
-	"sort"
-	"strings"
+	"maps"
+	"math/bits"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
 )
 
 // GangView is a copy of what admission checks read of a gang.
@@ -56,6 +57,74 @@ func (s *State) MinToAdmit(pod *corev1.Pod, holder string) (v GangView, missing 
 	return v, missing, nil
 }
 
+// QuotaAdmission is one quota plugin's admission check (SPEC §3.4), run by
+// AdmitToQuota: CardinalQueue's for resources, CardinalCardQuota's for card
+// models. The skeleton (the gang's remaining min, hold or release, events on
+// the PodGroup and the pod) is the state's; only Check differs.
+type QuotaAdmission struct {
+	// Holder is the plugin's name; EventReason the reason of its events.
+	Holder, EventReason string
+	// UsesCards: a held pod waits for room in its queue's card quota,
+	// not its resource quota (WaitForRoom).
+	UsesCards bool
+	// Check says why the rest of the gang's min (missing pods) cannot fit
+	// the pod's queue, or nil when it fits. judged is false when the check
+	// has nothing to say about the gang (the plugin's PreFilter refuses
+	// its pods and says why): its hold, if any, is left as it is.
+	Check func(pod *corev1.Pod, v GangView, missing int, c Candidate) (why refusal.Refusal, judged bool)
+}
+
+// AdmitToQuota is a quota plugin's PreEnqueue: it holds a gang back, so
+// that none of its pods is even tried, while the rest of its min cannot
+// fit its queue as a.Check says. The PodGroup gets an event when the
+// reason changes, and the pod one each time (a held pod is never tried, so
+// no FailedScheduling tells its reason; repeats fold into one series).
+//
+// It runs under the scheduling queue's lock: it reads the state, and a
+// hold it records wakes other pods only later, through the outbox.
+func (s *State) AdmitToQuota(pod *corev1.Pod, a QuotaAdmission, rec events.EventRecorder) *fwk.Status {
+	v, missing, st := s.MinToAdmit(pod, a.Holder)
+	if st != nil || missing == 0 {
+		return st
+	}
+	c := s.Candidate(pod)
+	if c.Denied != nil {
+		return nil // CardinalQueue's PreFilter refuses it, with an event
+	}
+	why, judged := a.Check(pod, v, missing, c)
+	if !judged {
+		return nil
+	}
+	if why == nil {
+		s.Release(v.Key, a.Holder)
+		return nil
+	}
+	if s.Hold(pod, v.Key, a.Holder, why, c.Queue, a.UsesCards) {
+		rec.Eventf(s.PodGroupRef(v.Key), nil, corev1.EventTypeWarning, a.EventReason, "Admission", "%s", why)
+	}
+	rec.Eventf(pod, nil, corev1.EventTypeWarning, a.EventReason, "Admission", "%s", why)
+	return refusal.Status(fwk.UnschedulableAndUnresolvable, why)
+}
+
+// ShareOfMin is a gang's total (its PodGroup's minResources, or its
+// card-request annotation) scaled to the missing of its min members,
+// rounded down. Admission only holds a gang that surely cannot fit: the
+// pods of a gang may differ, and rounding up could hold for good a gang
+// whose missing pods are the small ones and would fit; placement checks
+// each pod exactly. The product is taken in 128 bits: no total the CRD
+// accepts overflows (SPEC §3.7).
+func ShareOfMin(total int64, missing, min int) int64 {
+	if min <= 0 || missing >= min {
+		return total
+	}
+	if total <= 0 || missing <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(total), uint64(missing))
+	q, _ := bits.Div64(hi, lo, uint64(min)) // q <= total: hi < min
+	return int64(q)
+}
+
 // Hold marks a gang held back by an admission check (holder), for reason,
 // because pod's queue has no room for the rest of its min, and tells
 // whether that holder's reason changed, so the caller records an event
@@ -63,12 +132,12 @@ func (s *State) MinToAdmit(pod *corev1.Pod, holder string) (v GangView, missing 
 // not about to be placed, so it keeps nobody's elastic pods waiting (SPEC
 // §2.4, §3.4): they are woken, later, from the outbox, never from inside
 // the scheduling queue's call.
-func (s *State) Hold(pod *corev1.Pod, k gang.Key, holder, reason, queue string, usesCards bool) (changed bool) {
+func (s *State) Hold(pod *corev1.Pod, k gang.Key, holder string, why refusal.Refusal, queue string, usesCards bool) (changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.gangLocked(k)
 	wasHeld := len(g.held) > 0
-	changed = s.heldLocked(g, holder, reason)
+	changed = s.heldLocked(g, holder, why)
 	if !wasHeld {
 		s.wakeElasticLocked()
 		s.wakeNextGangLocked()
@@ -95,7 +164,7 @@ func (s *State) Defer(pod *corev1.Pod) *fwk.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deferred[pod.UID] = pod
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for Cardinal's view of the cluster to load (scheduler starting)")
+	return refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.Loading{})
 }
 
 // splitHolder holds a gang whose pods cannot be admitted as one.
@@ -127,39 +196,28 @@ func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 		}
 		return st
 	}
-	if reason := splitReasonLocked(g, s.settings.SchedulerName); reason != "" {
-		if s.heldLocked(g, splitHolder, reason) {
-			s.eventLocked(podGroupRef(g), corev1.EventTypeWarning, "GangSplit", "Admission", reason)
+	if split := splitLocked(g, s.settings.SchedulerName); split != nil {
+		if s.heldLocked(g, splitHolder, split) {
+			s.eventLocked(podGroupRef(g), corev1.EventTypeWarning, "GangSplit", "Admission", split.String())
 			s.wakeElasticLocked()
 			s.wakeNextGangLocked()
 		}
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+		return refusal.Status(fwk.UnschedulableAndUnresolvable, split)
 	}
 	s.releasedLocked(g, splitHolder)
 	return s.gangIncompleteLocked(g, k)
 }
 
-// splitReasonLocked says why a gang's pods cannot be admitted as one gang, or "".
-func splitReasonLocked(g *gangEntry, scheduler string) string {
+// splitLocked says why a gang's pods cannot be admitted as one gang, or nil.
+func splitLocked(g *gangEntry, scheduler string) refusal.Refusal {
 	if len(g.foreign) > 0 {
-		others := make([]string, 0, len(g.foreign))
-		for _, p := range g.foreign {
-			others = append(others, p)
-		}
-		sort.Strings(others)
-		return fmt.Sprintf("gang %s has pods that name another scheduler: %s; every pod of a gang must set schedulerName: %s, or none of it can be placed all or nothing",
-			g.key, strings.Join(others, ", "), scheduler)
+		others := slices.Sorted(maps.Values(g.foreign))
+		return refusal.GangSplitScheduler{Gang: string(g.key), Others: others, Scheduler: scheduler}
 	}
 	if len(g.queues) > 1 {
-		parts := make([]string, 0, len(g.queues))
-		for q, n := range g.queues {
-			parts = append(parts, fmt.Sprintf("%s (%d pods)", q, n))
-		}
-		sort.Strings(parts)
-		return fmt.Sprintf("gang %s's pods resolve to different queues: %s; set the label %s on the PodGroup so the gang is charged to one queue",
-			g.key, strings.Join(parts, ", "), v1alpha1.QueueLabel)
+		return refusal.GangSplitQueues{Gang: string(g.key), Queues: maps.Clone(g.queues)}
 	}
-	return ""
+	return nil
 }
 
 // podGroupRef is what an event about a gang's PodGroup points at.

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -61,7 +62,7 @@ func TestAdmissionNeverCallsTheFrameworkInline(t *testing.T) {
 	queueLock.Lock() // kube-scheduler holds it while it runs PreEnqueue
 	done := make(chan struct{})
 	go func() {
-		s.Hold(b[0], "ns/b", "CardinalQueue", "held by its queue", "q", false)
+		s.Hold(b[0], "ns/b", "CardinalQueue", builder.Because("held by its queue"), "q", false)
 		close(done)
 	}()
 	select {
@@ -203,5 +204,28 @@ func TestDeletedPodLeavesNoGhost(t *testing.T) {
 	}
 	if u := s.Usage("q"); len(u.Pending) != 0 || len(u.Allocated) != 0 {
 		t.Errorf("queue counts a deleted pod: pending %v, allocated %v", u.Pending, u.Allocated)
+	}
+}
+
+// TestShareOfMin: what the missing members of a gang's min need of its
+// total is rounded down, and never overflows for totals the CRD accepts.
+func TestShareOfMin(t *testing.T) {
+	tests := []struct {
+		total        int64
+		missing, min int
+		want         int64
+	}{
+		{10, 3, 3, 10},
+		{10, 1, 3, 3},
+		{5, 1, 2, 2},
+		{5, 0, 2, 0},
+		{5, 4, 2, 5},
+		{5, 1, 0, 5},
+		{math.MaxInt64, 999, 1000, math.MaxInt64/1000*999 + (math.MaxInt64%1000)*999/1000},
+	}
+	for _, tt := range tests {
+		if got := ShareOfMin(tt.total, tt.missing, tt.min); got != tt.want {
+			t.Errorf("ShareOfMin(%d, %d, %d) = %d, want %d", tt.total, tt.missing, tt.min, got, tt.want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
 )
 
 // Why gangs cannot deadlock (SPEC §2.3): at most one gang is being
@@ -60,10 +61,12 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 	}
 	now := s.clock.Now()
 	if now.Before(g.backoffUntil) {
-		return Start{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, backoffSentence(k, g.backoffUntil, g.lastFailure))
+		return Start{}, refusal.Status(fwk.UnschedulableAndUnresolvable, backingOff(k, g.backoffUntil, g.lastFailure))
 	}
 	start := Start{Gang: k, Elastic: len(g.placed) >= g.min()}
-	if reason := s.blockerLocked(g, start.Elastic, now); reason != "" {
+	blocker := s.blockerLocked(g, start.Elastic, now)
+	g.waits = blocker
+	if blocker != nil {
 		if start.Elastic {
 			s.parkedElastic[pod.UID] = pod
 		} else {
@@ -74,7 +77,7 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 			}
 			parked[pod.UID] = pod
 		}
-		return Start{}, fwk.NewStatus(fwk.Unschedulable, reason)
+		return Start{}, refusal.Status(fwk.Unschedulable, blocker)
 	}
 	e.tryAttempt = g.attempt
 	e.allowed.Store(false)
@@ -93,16 +96,13 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 // or fewer live members than its min.
 func (s *State) gangIncompleteLocked(g *gangEntry, k gang.Key) *fwk.Status {
 	if why := s.missing[podGroupsAPI]; why != "" && (g == nil || g.group == nil) {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-			"PodGroup %s cannot be read: %s; the gang's pods wait until it can", k, why))
+		return refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.PodGroupUnreadable{Gang: string(k), Why: why})
 	}
 	if g == nil || g.group == nil {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-			"PodGroup %s not found: create it, or remove the label scheduling.x-k8s.io/pod-group from the pod", k))
+		return refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.NoPodGroup{Gang: string(k)})
 	}
 	if have, want := len(g.members), g.min(); have < want {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-			"gang %s has %d of its minMember %d pods; waiting for %d more", k, have, want, want-have))
+		return refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.GangIncomplete{Gang: string(k), Have: have, Min: want})
 	}
 	return nil
 }
@@ -111,21 +111,21 @@ func (s *State) gangIncompleteLocked(g *gangEntry, k gang.Key) *fwk.Status {
 // member, another gang being placed; for an elastic pod, another gang that
 // still needs its min and is neither backing off nor held. O(gangs that
 // need their min), never O(pods).
-func (s *State) blockerLocked(g *gangEntry, elastic bool, now time.Time) string {
+func (s *State) blockerLocked(g *gangEntry, elastic bool, now time.Time) refusal.Refusal {
 	if !elastic {
 		for k := range s.assembling {
 			if other := s.gangs[k]; k != g.key && other != nil {
-				return fmt.Sprintf("waiting for gang %s, which is being placed (%d of its min %d placed)", k, len(other.placed), other.min())
+				return refusal.GangBeingPlaced{Gang: string(k), Placed: len(other.placed), Min: other.min()}
 			}
 		}
-		return ""
+		return nil
 	}
 	for k := range s.needMin {
 		if other := s.gangs[k]; k != g.key && other != nil && s.blocksElasticLocked(other, now) {
-			return fmt.Sprintf("elastic pods wait while gang %s still needs %d more pods for its min of %d", k, other.min()-len(other.placed), other.min())
+			return refusal.ElasticWaits{Gang: string(k), Missing: other.min() - len(other.placed), Min: other.min()}
 		}
 	}
-	return ""
+	return nil
 }
 
 // blocksElasticLocked: a gang that needs its min keeps other gangs' elastic
@@ -328,7 +328,7 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 	if g.needsMin() && len(g.members) >= g.min() {
 		s.needMin.Insert(k)
 	}
-	admissible := g.group != nil && len(g.members) >= g.min() && splitReasonLocked(g, s.settings.SchedulerName) == ""
+	admissible := g.group != nil && len(g.members) >= g.min() && splitLocked(g, s.settings.SchedulerName) == nil
 	if admissible && !g.admissible {
 		s.releasedLocked(g, splitHolder)
 		s.wakePendingLocked(g)

@@ -137,7 +137,7 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 			byState["placed"]++
 		case len(g.Held) > 0:
 			byState["held"]++
-		case g.BackingOff(now) != "":
+		case g.BackingOff(now) != nil:
 			byState["backing-off"]++
 		case g.Assembling:
 			byState["assembling"]++

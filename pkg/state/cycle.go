@@ -104,8 +104,8 @@ func changedSinceLocked(e *podEntry, queue string, class workload.Preemptibility
 	switch {
 	case e.Queue != queue:
 		return fmt.Sprintf("its queue changed from %s to %s while it was being scheduled; it is tried again", queue, e.Queue)
-	case e.Denied != "":
-		return e.Denied
+	case e.Denied != nil:
+		return e.Denied.String()
 	case e.OwnerUnseen != "":
 		return "its owner " + e.OwnerUnseen + " is not seen yet"
 	case e.Preemptibility != class:

@@ -11,6 +11,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
 )
 
 // gangEntry is what the state knows of one gang.
@@ -34,8 +35,11 @@ type gangEntry struct {
 	attempt      uint64
 	backoffUntil time.Time
 	lastFailure  string
-	// held are the admission checks holding the gang back: holder -> reason.
-	held map[string]string
+	// waits is why its pods were last turned away for another gang (one
+	// being placed, one that needs its min), nil once one was let through.
+	waits refusal.Refusal
+	// held are the admission checks holding the gang back: holder -> why.
+	held map[string]refusal.Refusal
 	// admissible: it has its PodGroup and minMember pods, all of one queue
 	// and scheduler; its pods are woken when it becomes so.
 	admissible bool
@@ -85,7 +89,7 @@ func (g *gangEntry) empty() bool {
 func (s *State) gangLocked(k gang.Key) *gangEntry {
 	g := s.gangs[k]
 	if g == nil {
-		g = &gangEntry{key: k, members: map[types.UID]*podEntry{}, foreign: map[types.UID]string{}, queues: map[string]int{}, held: map[string]string{}}
+		g = &gangEntry{key: k, members: map[types.UID]*podEntry{}, foreign: map[types.UID]string{}, queues: map[string]int{}, held: map[string]refusal.Refusal{}}
 		s.gangs[k] = g
 	}
 	return g

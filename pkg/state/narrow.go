@@ -107,13 +107,13 @@ func (s *State) rewakeLocked(pod *corev1.Pod) {
 	})
 }
 
-type refusal struct{}
+type refusedMark struct{}
 
-func (refusal) Clone() fwk.StateData { return refusal{} }
+func (refusedMark) Clone() fwk.StateData { return refusedMark{} }
 
 // MarkRefusedAtPreFilter records in cs that a Cardinal PreFilter refused
 // the pod: Filter will not run, and there are no nodes to narrow.
-func MarkRefusedAtPreFilter(cs fwk.CycleState) { cs.Write(refusedKey, refusal{}) }
+func MarkRefusedAtPreFilter(cs fwk.CycleState) { cs.Write(refusedKey, refusedMark{}) }
 
 // RefusedAtPreFilter tells whether a Cardinal PreFilter that ran before
 // refused the pod in this cycle.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/workload"
 )
 
@@ -90,7 +91,7 @@ func (s *State) readPlacementLocked(e *podEntry) {
 	}
 	if !s.synced.Load() {
 		s.unverified[e.pod.UID] = e
-	} else if s.deniedLocked(p.queue, e.pod.Namespace) != "" {
+	} else if s.deniedLocked(p.queue, e.pod.Namespace) != nil {
 		return
 	}
 	if p.queue != e.Queue {
@@ -100,7 +101,7 @@ func (s *State) readPlacementLocked(e *podEntry) {
 			g.countQueue(p.queue, 1)
 		}
 	}
-	e.Queue, e.Denied = p.queue, ""
+	e.Queue, e.Denied = p.queue, nil
 	e.placedAs = &p
 }
 
@@ -110,7 +111,7 @@ func (s *State) readPlacementLocked(e *podEntry) {
 func (s *State) verifyPlacementsLocked() {
 	for uid, e := range s.unverified {
 		delete(s.unverified, uid)
-		if s.pods[uid] != e || e.placedAs == nil || e.terminating || s.deniedLocked(e.placedAs.queue, e.pod.Namespace) == "" {
+		if s.pods[uid] != e || e.placedAs == nil || e.terminating || s.deniedLocked(e.placedAs.queue, e.pod.Namespace) == nil {
 			continue // a terminating pod stays booked as it was until it is gone
 		}
 		// Uncharged as it was charged, with its placement; then charged
@@ -138,15 +139,14 @@ func podRef(pod *corev1.Pod) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 }
 
-// deniedLocked says why namespace may not use queue (SPEC §1.1), or "".
+// deniedLocked says why namespace may not use queue (SPEC §1.1), or nil.
 // A queue no Queue defines has no selector: PreFilter says it is missing.
-func (s *State) deniedLocked(queue, namespace string) string {
+func (s *State) deniedLocked(queue, namespace string) refusal.Refusal {
 	q := s.queues[queue]
 	if q == nil || q.selector == nil || q.selector.Matches(labels.Set(s.namespaces[namespace])) {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("namespace %s may not use queue %s: its spec.namespaceSelector %s does not match the namespace's labels; label namespace %s to match it, or set the label cardinal.dev/queue on the pod, its PodGroup or its namespace to a queue namespace %s may use",
-		namespace, queue, q.selectorText, namespace, namespace)
+	return refusal.NamespaceDenied{Namespace: namespace, Queue: queue, Selector: q.selectorText}
 }
 
 // setSelectorLocked records a queue's namespaceSelector. A selector that

@@ -13,6 +13,7 @@ import (
 	"cardinal.dev/cardinal/pkg/cardmodel"
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/workload"
 )
 
@@ -34,11 +35,11 @@ type Facts struct {
 	// CardNames are its card-name alternatives in order; nil = any model.
 	CardNames []string
 	// CardNamesErr says why its card-name annotation cannot be read.
-	CardNamesErr error
+	CardNamesErr refusal.Refusal
 	// Denied says why the pod's namespace may not use Queue (its
 	// namespaceSelector, SPEC §1.1), if it may not: such a pod stays
 	// pending and is charged nothing to the queue.
-	Denied string
+	Denied refusal.Refusal
 	// OwnerUnseen names the pod's owner whose labels are not known yet
 	// (owners.go): its preemptibility may be there, so it waits.
 	OwnerUnseen string
@@ -111,7 +112,7 @@ func (s *State) factsLocked(pod *corev1.Pod, ownerLabels map[string]string) Fact
 	if v, from, ok := cardmodel.Annotation(pod.Annotations, v1alpha1.CardNameAnnotation, v1alpha1.VolcanoCardNameAnnotation); ok {
 		names, err := cardmodel.ParseNames(v)
 		if err != nil {
-			f.CardNamesErr = fmt.Errorf("pod %s/%s: annotation %s is invalid: %v", pod.Namespace, pod.Name, from, err)
+			f.CardNamesErr = refusal.AnnotationInvalid{Object: "pod " + pod.Namespace + "/" + pod.Name, Annotation: from, Problem: err.Error()}
 		}
 		f.CardNames = names
 	}
@@ -182,12 +183,12 @@ func (s *State) setFactsLocked(e *podEntry, f Facts) {
 			"pod %s/%s was placed in queue %s and stays charged to it until it is gone; queue %s applies to pods placed from now on",
 			e.pod.Namespace, e.pod.Name, e.placedAs.queue, f.Queue))
 		f.Queue = e.placedAs.queue
-		f.Denied = ""
+		f.Denied = nil
 	} else if e.placedAs != nil {
 		s.reportLocked(podRef(e.pod), "QueueKept", "Scheduling", "")
-		f.Denied = "" // placed where its namespace could: it keeps running there
+		f.Denied = nil // placed where its namespace could: it keeps running there
 	}
-	if e.Denied != "" && f.Denied == "" && f.Queue == e.Queue && s.waitingLocked(e) {
+	if e.Denied != nil && f.Denied == nil && f.Queue == e.Queue && s.waitingLocked(e) {
 		// Its namespace may use the queue now.
 		s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
 	}
@@ -378,7 +379,7 @@ func (s *State) chargeLocked(e *podEntry, sign int64) {
 			r.Sub(e.Request)
 		}
 	}
-	if e.Denied != "" {
+	if e.Denied != nil {
 		// Never charged to a queue its namespace may not use: a pending
 		// pod waits, one bound there by another way is charged nowhere.
 		return

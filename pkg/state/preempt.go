@@ -53,8 +53,8 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 		return p, "it is unknown to Cardinal", false
 	}
 	p = Preemptor{Key: PreemptorKeyOf(pod), Gang: e.Gang, Queue: e.Queue, Priority: e.Priority, Pods: []*corev1.Pod{pod}, Missing: 1}
-	if e.Denied != "" {
-		return p, e.Denied, false // nothing of any queue is touched for it (SPEC §1.1)
+	if e.Denied != nil {
+		return p, e.Denied.String(), false // nothing of any queue is touched for it (SPEC §1.1)
 	}
 	if e.OwnerUnseen != "" {
 		return p, "its owner " + e.OwnerUnseen + " is not seen yet", false

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/metrics"
+	"cardinal.dev/cardinal/pkg/refusal"
 )
 
 // GangStatus is a copy of what the state knows of one gang, for people:
@@ -32,8 +32,12 @@ type GangStatus struct {
 	// LastFailure.
 	BackoffUntil time.Time
 	LastFailure  string
-	// Held are the admission checks holding it back: holder -> reason.
-	Held map[string]string
+	// Waits is why its pods were last turned away for another gang (one
+	// being placed, or one that needs its min); nil once one was let
+	// through.
+	Waits refusal.Refusal
+	// Held are the admission checks holding it back: holder -> why.
+	Held map[string]refusal.Refusal
 	// MinBound: its min was bound, and it has not lost every placed pod since.
 	MinBound bool
 	// WaitingSince is when it began to wait for its min: its PodGroup's
@@ -48,9 +52,9 @@ func (g GangStatus) Waiting() bool { return g.Group != nil && !g.MinBound && g.M
 // Elastic is how many of its placed pods are beyond its min.
 func (g GangStatus) Elastic() int { return max(g.Placed-g.Min, 0) }
 
-// HeldReason is the reason of the first admission check, in the order
-// the profile runs them, that holds the gang back; "" when none does.
-func (g GangStatus) HeldReason() string {
+// HeldBy is why the first admission check, in the order the profile runs
+// them, holds the gang back; nil when none does.
+func (g GangStatus) HeldBy() refusal.Refusal {
 	for _, h := range holdOrder {
 		if r, ok := g.Held[h]; ok {
 			return r
@@ -59,28 +63,28 @@ func (g GangStatus) HeldReason() string {
 	for _, r := range g.Held {
 		return r
 	}
-	return ""
+	return nil
 }
 
 // BackingOff says why the gang is not tried before its backoff ends at
-// now, or "" when it is not backing off. The gang's pods are refused with
-// the same sentence.
-func (g GangStatus) BackingOff(now time.Time) string {
+// now, or nil when it is not backing off. The gang's pods are refused with
+// the same refusal.
+func (g GangStatus) BackingOff(now time.Time) refusal.Refusal {
 	if !now.Before(g.BackoffUntil) {
-		return ""
+		return nil
 	}
-	return backoffSentence(g.Key, g.BackoffUntil, g.LastFailure)
+	return backingOff(g.Key, g.BackoffUntil, g.LastFailure)
 }
 
-func backoffSentence(k gang.Key, until time.Time, failure string) string {
-	return fmt.Sprintf("gang %s is backing off until %s after: %s", k, until.UTC().Format(time.RFC3339), failure)
+func backingOff(k gang.Key, until time.Time, failure string) refusal.BackingOff {
+	return refusal.BackingOff{Gang: string(k), Until: until, After: failure}
 }
 
 func (s *State) gangStatusLocked(g *gangEntry) GangStatus {
 	v := GangStatus{
 		Key: g.key, Group: g.group, Members: len(g.members), Placed: len(g.placed), Reserved: g.reserved,
 		Assembling: s.assembling.Has(g.key), Parked: len(s.parkedGangs[g.key]),
-		BackoffUntil: g.backoffUntil, LastFailure: g.lastFailure,
+		BackoffUntil: g.backoffUntil, LastFailure: g.lastFailure, Waits: g.waits,
 		MinBound:     g.group != nil && g.minBound == boundKey(g.group),
 		WaitingSince: waitingSince(g),
 	}
@@ -88,7 +92,7 @@ func (s *State) gangStatusLocked(g *gangEntry) GangStatus {
 		v.Min = int(g.group.Spec.MinMember)
 	}
 	if len(g.held) > 0 {
-		v.Held = make(map[string]string, len(g.held))
+		v.Held = make(map[string]refusal.Refusal, len(g.held))
 		for h, r := range g.held {
 			v.Held[h] = r
 		}
@@ -194,19 +198,19 @@ var holdKinds = map[string]string{
 	"CardinalCardQuota": "card-quota",
 }
 
-// heldLocked records that holder now holds gang g for reason; it tells
+// heldLocked records that holder now holds gang g for why; it tells
 // whether that is news (a new hold or a new reason). The checks that run
 // after holder are not run while it holds: their holds are dropped, so
 // none stays behind once what it said is mended.
-func (s *State) heldLocked(g *gangEntry, holder, reason string) (changed bool) {
+func (s *State) heldLocked(g *gangEntry, holder string, why refusal.Refusal) (changed bool) {
 	if i := slices.Index(holdOrder, holder); i >= 0 {
 		for _, later := range holdOrder[i+1:] {
 			s.releasedLocked(g, later)
 		}
 	}
 	old, had := g.held[holder]
-	g.held[holder] = reason
-	if had && old == reason {
+	g.held[holder] = why
+	if had && old.String() == why.String() {
 		return false
 	}
 	if !had && !s.settings.ReadOnly && s.leading.Load() {

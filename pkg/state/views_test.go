@@ -38,11 +38,11 @@ func TestHolds(t *testing.T) {
 			s.OnPodGroup(podGroup("g", 2, nil))
 			k := gang.Key("ns/g")
 			for _, h := range tc.holds {
-				s.Hold(member("g", 0), k, h[0], h[1], "q", false)
+				s.Hold(member("g", 0), k, h[0], builder.Because(h[1]), "q", false)
 			}
 			g, _ := s.GangStatus(k)
-			if got := g.HeldReason(); got != tc.want {
-				t.Errorf("HeldReason %q, want %q", got, tc.want)
+			if got := g.HeldBy(); got == nil || got.String() != tc.want {
+				t.Errorf("HeldBy %v, want %q", got, tc.want)
 			}
 			var held []string
 			for _, h := range holdOrder {

@@ -1,0 +1,92 @@
+package refusal
+
+import "fmt"
+
+// Refusals that come before any quota: which queue a pod belongs to, and
+// whether Cardinal can read what it needs (SPEC §1.1, §6).
+
+// QueueLabel is the label that names a pod's queue.
+const QueueLabel = "cardinal.dev/queue"
+
+// NoQueue: the pod's queue does not exist.
+type NoQueue struct {
+	Queue string
+}
+
+func (r NoQueue) String() string {
+	return fmt.Sprintf("queue %s does not exist: create it, or set the label %s on the pod, its PodGroup or its namespace to an existing queue", r.Queue, QueueLabel)
+}
+
+func (r NoQueue) Error() string { return r.String() }
+
+func (r NoQueue) Fix() string {
+	return fmt.Sprintf("create the Queue %s, or set the label %s to a queue that exists", r.Queue, QueueLabel)
+}
+
+// QueueUnreadable: the Queue API cannot be read (no CRD, no RBAC).
+type QueueUnreadable struct {
+	Queue, Why string
+}
+
+func (r QueueUnreadable) String() string {
+	return fmt.Sprintf("queue %s cannot be read: %s; its pods wait until it can", r.Queue, r.Why)
+}
+
+func (r QueueUnreadable) Error() string { return r.String() }
+
+func (r QueueUnreadable) Fix() string {
+	return "install Cardinal's Queue CRD and the RBAC to read it (kubectl apply -k config/)"
+}
+
+// NamespaceDenied: the queue's spec.namespaceSelector does not select the
+// pod's namespace (SPEC §1.1).
+type NamespaceDenied struct {
+	Namespace, Queue string
+	// Selector is the queue's namespaceSelector as kubectl prints it.
+	Selector string
+}
+
+func (r NamespaceDenied) String() string {
+	return fmt.Sprintf("namespace %s may not use queue %s: its spec.namespaceSelector %s does not match the namespace's labels; label namespace %s to match it, or set the label %s on the pod, its PodGroup or its namespace to a queue namespace %s may use",
+		r.Namespace, r.Queue, r.Selector, r.Namespace, QueueLabel, r.Namespace)
+}
+
+func (r NamespaceDenied) Error() string { return r.String() }
+
+func (r NamespaceDenied) Fix() string {
+	return fmt.Sprintf("label namespace %s to match queue %s's namespaceSelector %s, or use a queue namespace %s may use", r.Namespace, r.Queue, r.Selector, r.Namespace)
+}
+
+// OwnerUnseen: the pod's owner, whose labels decide how it is placed, has
+// not been seen yet.
+type OwnerUnseen struct {
+	Owner string
+}
+
+func (r OwnerUnseen) String() string {
+	return fmt.Sprintf("its owner %s is not seen yet: the pod waits for it, since its %s label decides how the pod is placed", r.Owner, PreemptibilityLabel)
+}
+
+func (r OwnerUnseen) Error() string { return r.String() }
+
+func (r OwnerUnseen) Fix() string {
+	return fmt.Sprintf("nothing: it is tried as soon as %s is seen; if it was deleted, delete the pod", r.Owner)
+}
+
+// Loading: the scheduler has just started and has not loaded the cluster.
+type Loading struct{}
+
+func (Loading) String() string {
+	return "waiting for Cardinal's view of the cluster to load (scheduler starting)"
+}
+
+func (r Loading) Error() string { return r.String() }
+func (Loading) Fix() string     { return "nothing: it is tried once the scheduler has loaded the cluster" }
+
+func init() {
+	register[NoQueue]()
+	register[QueueUnreadable]()
+	register[NamespaceDenied]()
+	register[OwnerUnseen]()
+	register[Loading]()
+}
