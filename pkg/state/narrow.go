@@ -20,31 +20,12 @@ import (
 // pods, those that join later too, are narrowed again until the gang's
 // min is bound.
 
-const (
-	narrowedKey fwk.StateKey = "CardinalNarrowed"
-	refusedKey  fwk.StateKey = "CardinalRefusedAtPreFilter"
-)
-
 // rewakeAfter is how long after a miss the pod is woken a second time.
 // The first wake-up most often reaches kube-scheduler's queue while the
 // pod is still in its failed cycle, which the queue answers by putting it
 // back after its backoff (a second at least, ten after many failures); the
 // second finds it back in the queue and moves it to be tried at once.
 const rewakeAfter = 100 * time.Millisecond
-
-// narrowing is what a cycle narrowed its pod to.
-type narrowing struct {
-	model string
-	nodes int
-}
-
-func (n narrowing) Clone() fwk.StateData { return n }
-
-// MarkNarrowed records in cs that the cycle tries its pod only on the
-// nodes, of card model model, that looked to have room for it.
-func MarkNarrowed(cs fwk.CycleState, model string, nodes int) {
-	cs.Write(narrowedKey, narrowing{model: model, nodes: nodes})
-}
 
 // AfterNarrowingMiss, called first by every Cardinal PostFilter with the
 // nodes' statuses, returns the status that ends the PostFilters when the
@@ -105,21 +86,6 @@ func (s *State) rewakeLocked(pod *corev1.Pod) {
 			s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
 		}
 	})
-}
-
-type refusedMark struct{}
-
-func (refusedMark) Clone() fwk.StateData { return refusedMark{} }
-
-// MarkRefusedAtPreFilter records in cs that a Cardinal PreFilter refused
-// the pod: Filter will not run, and there are no nodes to narrow.
-func MarkRefusedAtPreFilter(cs fwk.CycleState) { cs.Write(refusedKey, refusedMark{}) }
-
-// RefusedAtPreFilter tells whether a Cardinal PreFilter that ran before
-// refused the pod in this cycle.
-func RefusedAtPreFilter(cs fwk.CycleState) bool {
-	_, err := cs.Read(refusedKey)
-	return err == nil
 }
 
 // filtered tells whether the cycle's Filter ran on some node: a PreFilter's

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/quota"
@@ -340,70 +339,8 @@ func PreemptorKeyOf(pod *corev1.Pod) string {
 	return "pod " + pod.Namespace + "/" + pod.Name
 }
 
-// simulationKey marks a CycleState that preemption made to try placements
-// (pkg/preemption): the plugins' PreFilter then only records what Filter
-// needs, and neither refuses on numbers Filter checks anyway (quota freed by
-// simulated victims shows only through RemovePod), nor parks pods, nor
-// changes the state.
-const simulationKey fwk.StateKey = "CardinalSimulation"
-
-type simulationMark struct{}
-
-func (simulationMark) Clone() fwk.StateData { return simulationMark{} }
-
-// MarkSimulation marks cs as a preemption simulation's.
-func MarkSimulation(cs fwk.CycleState) { cs.Write(simulationKey, simulationMark{}) }
-
-// Simulating tells whether cs is a preemption simulation's.
-func Simulating(cs fwk.CycleState) bool {
-	_, err := cs.Read(simulationKey)
-	return err == nil
-}
-
-// A gang that cannot place its min gives back what it holds and backs off
-// (CardinalGang's PostFilter), but not before preemption has tried to make
-// room for it: backing off, it could not preempt. In whichever order a
-// profile lists the two PostFilters, the failure comes last: CardinalGang,
-// running first, defers it to CardinalPreemption through the cycle state.
-const (
-	preemptionTriedKey fwk.StateKey = "CardinalPreemptionTried"
-	gangFailureKey     fwk.StateKey = "CardinalGangFailure"
-)
-
-type gangFailure struct {
-	gang   gang.Key
-	reason string
-}
-
-func (f gangFailure) Clone() fwk.StateData { return f }
-
 // EnablePreemption records that CardinalPreemption runs in the profile.
 func (s *State) EnablePreemption() { s.preemption.Store(true) }
 
 // PreemptionEnabled tells whether CardinalPreemption runs in the profile.
 func (s *State) PreemptionEnabled() bool { return s.preemption.Load() }
-
-// MarkPreemptionTried records in cs that preemption ran in this cycle.
-func MarkPreemptionTried(cs fwk.CycleState) { cs.Write(preemptionTriedKey, gangFailure{}) }
-
-// PreemptionTried tells whether preemption ran in this cycle.
-func PreemptionTried(cs fwk.CycleState) bool {
-	_, err := cs.Read(preemptionTriedKey)
-	return err == nil
-}
-
-// DeferGangFailure leaves a gang's failure, for reason, to preemption when
-// it cannot make room.
-func DeferGangFailure(cs fwk.CycleState, k gang.Key, reason string) {
-	cs.Write(gangFailureKey, gangFailure{gang: k, reason: reason})
-}
-
-// DeferredGangFailure is the failure DeferGangFailure left, if any.
-func DeferredGangFailure(cs fwk.CycleState) (k gang.Key, reason string, ok bool) {
-	d, err := cs.Read(gangFailureKey)
-	if err != nil {
-		return "", "", false
-	}
-	f := d.(gangFailure)
-	return f.gang, f.reason, true
-}
