@@ -20,13 +20,15 @@ import (
 // while the cards the rest of its min needs cannot fit its queue's card
 // quota, counting as free what the gang may preempt inside its queue (its
 // elastic pods, and preemptible work of lower priority: SPEC §1.2, §3.4,
-// §5.4), or, for a non-preemptible gang, its queue's guarantee (SPEC §3.5).
+// §5.4), or, for a gang whose min is charged as non-preemptible (a
+// non-preemptible or semi-preemptible gang), its queue's guarantee (SPEC
+// §3.5).
 // The skeleton is the state's (AdmitToQuota); this plugin says what is
 // short, in cards.
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	return p.state.AdmitToQuota(pod, state.QuotaAdmission{
 		Holder: Name, EventReason: "GangHeldByCardQuota", UsesCards: true, Check: p.held,
-	}, p.handle.EventRecorder())
+	})
 }
 
 // held says why the cards the rest of a gang's min needs do not fit its

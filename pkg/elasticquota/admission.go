@@ -21,7 +21,7 @@ import (
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	return p.state.AdmitToQuota(pod, state.QuotaAdmission{
 		Holder: Name, EventReason: "GangHeldByQueue", Check: p.held,
-	}, p.handle.EventRecorder())
+	})
 }
 
 // held says why the rest of a gang's min cannot fit its queue's resource

@@ -2,8 +2,9 @@
 // Cardinal schedules: phase, running/succeeded/failed counts and the start of
 // scheduling in status, and, because that status has no field for them, the
 // number of scheduled pods and why the gang waits in annotations
-// (cardinal.dev/scheduled, cardinal.dev/waiting-reason). pkg/controllers
-// runs it.
+// (cardinal.dev/scheduled, cardinal.dev/waiting-reason, and the refusal
+// that reason was built from, as JSON, in cardinal.dev/waiting-refusal).
+// pkg/controllers runs it.
 package podgroupstatus
 
 import (

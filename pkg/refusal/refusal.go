@@ -1,9 +1,9 @@
 // Package refusal holds why Cardinal does not place a pod or a gang, as
 // values: each kind of refusal is a type with its numbers as fields, a
 // String for people, and a Fix that says what would let the pod run.
-// Events, the PodGroup's waiting reason, metrics reasons and
-// `kubectl cardinal why` are all built from the value, so rewording a
-// refusal changes them together and nothing parses a sentence back.
+// Events, the PodGroup's waiting reason and `kubectl cardinal why` are all
+// built from the value, so rewording a refusal changes them together and
+// nothing parses a sentence back.
 //
 // A refusal travels through kube-scheduler inside the plugin's status
 // (Status builds it), whose message is the refusal's String; a tool that

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -80,9 +79,10 @@ type QuotaAdmission struct {
 // reason changes, and the pod one each time (a held pod is never tried, so
 // no FailedScheduling tells its reason; repeats fold into one series).
 //
-// It runs under the scheduling queue's lock: it reads the state, and a
-// hold it records wakes other pods only later, through the outbox.
-func (s *State) AdmitToQuota(pod *corev1.Pod, a QuotaAdmission, rec events.EventRecorder) *fwk.Status {
+// It runs under the scheduling queue's lock: it reads the state, and what
+// a hold it records sets off (wake-ups, events) happens later, through the
+// outbox.
+func (s *State) AdmitToQuota(pod *corev1.Pod, a QuotaAdmission) *fwk.Status {
 	v, missing, st := s.MinToAdmit(pod, a.Holder)
 	if st != nil || missing == 0 {
 		return st
@@ -99,10 +99,13 @@ func (s *State) AdmitToQuota(pod *corev1.Pod, a QuotaAdmission, rec events.Event
 		s.Release(v.Key, a.Holder)
 		return nil
 	}
-	if s.Hold(pod, v.Key, a.Holder, why, c.Queue, a.UsesCards) {
-		rec.Eventf(s.PodGroupRef(v.Key), nil, corev1.EventTypeWarning, a.EventReason, "Admission", "%s", why)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.gangLocked(v.Key)
+	if s.holdLocked(pod, g, a.Holder, why, c.Queue, a.UsesCards) {
+		s.eventLocked(podGroupRef(g), corev1.EventTypeWarning, a.EventReason, "Admission", why.String())
 	}
-	rec.Eventf(pod, nil, corev1.EventTypeWarning, a.EventReason, "Admission", "%s", why)
+	s.eventLocked(pod, corev1.EventTypeWarning, a.EventReason, "Admission", why.String())
 	return refusal.Status(fwk.UnschedulableAndUnresolvable, why)
 }
 
@@ -135,7 +138,10 @@ func ShareOfMin(total int64, missing, min int) int64 {
 func (s *State) Hold(pod *corev1.Pod, k gang.Key, holder string, why refusal.Refusal, queue string, usesCards bool) (changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.gangLocked(k)
+	return s.holdLocked(pod, s.gangLocked(k), holder, why, queue, usesCards)
+}
+
+func (s *State) holdLocked(pod *corev1.Pod, g *gangEntry, holder string, why refusal.Refusal, queue string, usesCards bool) (changed bool) {
 	wasHeld := len(g.held) > 0
 	changed = s.heldLocked(g, holder, why)
 	if !wasHeld {

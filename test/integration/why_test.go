@@ -129,6 +129,7 @@ func TestWhy(t *testing.T) {
 			},
 			target: "pod", object: "g-0",
 			why: "PodGroup {ns}/g not found: create it, or remove the label scheduling.x-k8s.io/pod-group from the pod",
+			fix: "create the PodGroup {ns}/g, or remove the label scheduling.x-k8s.io/pod-group from the pod",
 		},
 		{
 			name: "gang held by its queue's capability",
