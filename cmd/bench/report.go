@@ -26,7 +26,7 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 	b.WriteString("Pods/s is bound pods over the time from the scheduler's `/readyz` answering ok to the last bind. Attempt percentiles are kube-scheduler's `scheduler_scheduling_attempt_duration_seconds` for scheduled pods. ")
 	b.WriteString("CPU ms per pod is the CPU time the scheduler, and etcd with kube-apiserver, used from the scheduler being ready to the end, per bound pod: all three share the machine's cores, so what a scheduler makes the apiserver do slows it too. ")
 	fmt.Fprintf(&b, "`default` is kube-scheduler's default profile in the same binary. Each row is the median of %d runs, the contenders taking turns; only ratios from one report mean anything: the machine is shared.\n\n", runs)
-	b.WriteString("Where the time goes, from CPU profiles and request counts before and after each change: [performance.md](performance.md).\n\n")
+	b.WriteString("Where the time goes now, what was tried and dropped, and what is left: [performance.md](performance.md).\n\n")
 
 	byKey := map[string]result{}
 	for _, r := range results {
