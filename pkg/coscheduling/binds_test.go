@@ -112,7 +112,7 @@ func TestSlotWaitersOfAFailedAttemptNoLongerCount(t *testing.T) {
 	done := make(chan *fwk.Status)
 	go func() { done <- f.p.PreBind(ctx, states[bindSlots], waiter, "node") }()
 
-	f.st.OnPodGone(pods[n-1]) // below min: the attempt ends, no backoff
+	f.st.OnPodDeleted(pods[n-1]) // below min: the attempt ends, no backoff
 	f.flush()
 	replacement := builder.MakePod("ns", "big-new").Label(PodGroupLabel, "big").Obj()
 	replacement.UID = "big-new"

@@ -73,7 +73,7 @@ func TestMembersGoneBelowMin(t *testing.T) {
 	pods := f.gang("a", 3, 3, t0)
 	f.schedule(pods[0])
 	f.schedule(pods[1])
-	f.st.OnPodGone(pods[2])
+	f.st.OnPodDeleted(pods[2])
 	f.flush()
 	for i := range 2 {
 		if f.h.waitingPod(pods[i]).rejected == "" {

@@ -122,7 +122,7 @@ func TestSplitGangs(t *testing.T) {
 		t.Errorf("after the foreign pod was relabelled out of the gang: %v, want admitted", st)
 	}
 	s.OnPod(foreign)
-	s.OnPodGone(foreign)
+	s.OnPodDeleted(foreign)
 	if st := s.AdmitGang(p0); st != nil {
 		t.Errorf("after the foreign pod left: %v, want admitted", st)
 	}
@@ -191,7 +191,7 @@ func TestDeletedPodLeavesNoGhost(t *testing.T) {
 	_ = podIndexer.Add(p)
 	s.OnPod(p)
 	_ = podIndexer.Delete(p)
-	s.OnPodGone(p)
+	s.OnPodDeleted(p)
 	if _, st := s.TryStart(p); st.Code() != fwk.UnschedulableAndUnresolvable {
 		t.Errorf("PreFilter of a deleted pod: %v, want refused", st)
 	}

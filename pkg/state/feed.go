@@ -235,15 +235,10 @@ func (s *State) OnPodDeleted(pod *corev1.Pod) {
 	s.podGoneLocked(pod)
 }
 
-// OnPodGone forgets a deleted or finished pod. A gang that loses members
-// below its min while others wait at Permit cannot complete: they give back
-// their nodes at once, without a backoff (the gang waits for members).
-func (s *State) OnPodGone(pod *corev1.Pod) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.podGoneLocked(pod)
-}
-
+// podGoneLocked forgets a deleted or finished pod. A gang that loses
+// members below its min while others wait at Permit cannot complete: they
+// give back their nodes at once, without a backoff (the gang waits for
+// members).
 func (s *State) podGoneLocked(pod *corev1.Pod) {
 	if pod.Spec.SchedulerName != s.settings.SchedulerName {
 		s.removeForeignLocked(pod)

@@ -60,7 +60,7 @@ func FuzzQueueSpec(f *testing.F) {
 		}
 		_ = s.QueueStatuses()
 		for _, p := range pods {
-			s.OnPodGone(p)
+			s.OnPodDeleted(p)
 		}
 		after := s.Usage("q")
 		check(t, specJSON, after)

@@ -60,7 +60,7 @@ func TestSemiPreemptibleRoles(t *testing.T) {
 		t.Errorf("after a restart: %v, before it: %v", got, want)
 	}
 
-	s.OnPodGone(pods[0]) // a min member leaves: the oldest elastic pod takes its place
+	s.OnPodDeleted(pods[0]) // a min member leaves: the oldest elastic pod takes its place
 	if got, want := roles(s), [3]int64{3, 2, 1}; got != want {
 		t.Errorf("after a min member left: %v, want %v", got, want)
 	}

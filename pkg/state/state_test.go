@@ -175,7 +175,7 @@ func TestChargesFollowTheAPI(t *testing.T) {
 	if got := s.Cards("q")[h200].Allocated; got != 1 {
 		t.Errorf("after its node was deleted, H200 allocated %d, want 1 until the pod goes", got)
 	}
-	s.OnPodGone(gpu)
+	s.OnPodDeleted(gpu)
 	s.Unreserve(plain)
 	u = s.Usage("q")
 	if len(u.Allocated) != 0 || u.Cards[h200].Allocated != 0 {

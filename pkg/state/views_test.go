@@ -82,7 +82,7 @@ func TestMinBound(t *testing.T) {
 	if waiting() {
 		t.Fatal("a gang with its min bound is waiting")
 	}
-	s.OnPodGone(bound(b, "n"))
+	s.OnPodDeleted(bound(b, "n"))
 	if waiting() {
 		t.Error("a gang that lost one pod of its min is waiting again; it had its min")
 	}
@@ -94,7 +94,7 @@ func TestMinBound(t *testing.T) {
 		t.Error("a PodGroup created anew counts as bound before its min was seen bound")
 	}
 	clk.Step(time.Hour)
-	s.OnPodGone(bound(a, "n"))
+	s.OnPodDeleted(bound(a, "n"))
 	s.OnPod(b)
 	if g, _ := s.GangStatus(k); !g.Waiting() || !g.WaitingSince.Equal(t0) {
 		t.Errorf("a PodGroup created anew that never had its min: waiting %v since %v, want since its creation %v", g.Waiting(), g.WaitingSince, t0)
@@ -103,8 +103,8 @@ func TestMinBound(t *testing.T) {
 	s.OnPod(bound(a, "n"))
 	s.OnPod(bound(b, "n"))
 	clk.Step(time.Hour)
-	s.OnPodGone(bound(a, "n"))
-	s.OnPodGone(bound(b, "n"))
+	s.OnPodDeleted(bound(a, "n"))
+	s.OnPodDeleted(bound(b, "n"))
 	s.OnPod(member("g", 2))
 	if g, _ := s.GangStatus(k); !g.Waiting() || !g.WaitingSince.Equal(t0.Add(2*time.Hour)) {
 		t.Errorf("a gang that lost every placed pod: waiting %v since %v, want since it lost them (%v)", g.Waiting(), g.WaitingSince, t0.Add(2*time.Hour))

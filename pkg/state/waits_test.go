@@ -53,7 +53,7 @@ func TestWaitersWokenWhenTheStateHasTheChange(t *testing.T) {
 	if len(s.waitingRoom) != 0 {
 		t.Errorf("woken by a node, the pod's queue is left in the waiting room: %v", s.waitingRoom)
 	}
-	if got := wokenBy(func() { s.OnPodGone(running) }); !cmp.Equal(got, []string{"ns/w"}) {
+	if got := wokenBy(func() { s.OnPodDeleted(running) }); !cmp.Equal(got, []string{"ns/w"}) {
 		t.Errorf("a placed pod of the queue gone woke %v, want ns/w", got)
 	}
 	s.Reserve(waiting, "n")
