@@ -130,10 +130,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) flush() { f.st.Flush(f.h) }
 
 func (f *fixture) podGroup(name string, minMember int32, created time.Time) *schedv1alpha1.PodGroup {
-	pg := &schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("pg-" + name), CreationTimestamp: metav1.NewTime(created)},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
-	}
+	pg := builder.MakePodGroup("ns", name, minMember).UID("pg-" + name).Created(created).Obj()
 	f.st.OnPodGroup(pg)
 	f.flush()
 	return pg

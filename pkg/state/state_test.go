@@ -71,10 +71,7 @@ func newTestState(settings ...func(*Settings)) (*State, *testingclock.FakeClock)
 }
 
 func podGroup(name string, minMember int32, labels map[string]string) *schedv1alpha1.PodGroup {
-	return &schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("pg-" + name), Labels: labels, CreationTimestamp: metav1.NewTime(t0)},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
-	}
+	return builder.MakePodGroup("ns", name, minMember).UID("pg-" + name).Labels(labels).Created(t0).Obj()
 }
 
 // member is pod i of a gang, created i seconds after t0, asking for one card.

@@ -1,9 +1,12 @@
 package builder
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -18,12 +21,30 @@ func MakePodGroup(namespace, name string, min int32) *PodGroupWrapper {
 	}}
 }
 
+// UID sets the PodGroup's UID.
+func (g *PodGroupWrapper) UID(uid string) *PodGroupWrapper {
+	g.ObjectMeta.UID = types.UID(uid)
+	return g
+}
+
+// Created sets when the PodGroup was created.
+func (g *PodGroupWrapper) Created(t time.Time) *PodGroupWrapper {
+	g.CreationTimestamp = metav1.NewTime(t)
+	return g
+}
+
+// Labels sets all its labels.
+func (g *PodGroupWrapper) Labels(labels map[string]string) *PodGroupWrapper {
+	g.ObjectMeta.Labels = labels
+	return g
+}
+
 // Label sets a label.
 func (g *PodGroupWrapper) Label(k, v string) *PodGroupWrapper {
-	if g.Labels == nil {
-		g.Labels = map[string]string{}
+	if g.ObjectMeta.Labels == nil {
+		g.ObjectMeta.Labels = map[string]string{}
 	}
-	g.Labels[k] = v
+	g.ObjectMeta.Labels[k] = v
 	return g
 }
 
