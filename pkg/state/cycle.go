@@ -66,17 +66,18 @@ func (s *State) GangCreated(k gang.Key) (time.Time, bool) {
 }
 
 // Candidate returns what placing pod now would charge, by the same rules
-// Reserve charges it with.
+// Reserve charges it with. It only reads: a pod the state has not seen yet
+// (kube-scheduler's informer handler can run before the state's) is judged
+// by its facts as the state would record them, and is recorded by the
+// informer, or by Reserve if it is placed first.
 func (s *State) Candidate(pod *corev1.Pod) Candidate {
 	s.mu.RLock()
-	if e := s.pods[pod.UID]; e != nil {
-		defer s.mu.RUnlock()
-		return s.candidateLocked(e, pod)
+	defer s.mu.RUnlock()
+	e := s.pods[pod.UID]
+	if e == nil {
+		e = &podEntry{pod: pod, owner: s.kube.owners.Labels(pod)}
+		e.Facts = s.factsLocked(pod, e.owner)
 	}
-	s.mu.RUnlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, _ := s.ensurePodLocked(pod)
 	return s.candidateLocked(e, pod)
 }
 

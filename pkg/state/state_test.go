@@ -214,3 +214,22 @@ func TestCardResourceLearnedLate(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidateOnlyReads: judging a pod the state has not seen yet gives
+// its facts as they would be recorded, and records nothing: the books
+// change on the informer's path and at Reserve, never in a PreFilter.
+func TestCandidateOnlyReads(t *testing.T) {
+	s, _ := newTestState()
+	s.OnPodGroup(podGroup("g", 2, map[string]string{v1alpha1.QueueLabel: "q"}))
+	p := member("g", 0)
+	c := s.Candidate(p)
+	if c.Queue != "q" || c.Gang != "ns/g" {
+		t.Errorf("candidate: queue %q gang %q, want q and ns/g", c.Queue, c.Gang)
+	}
+	if _, ok := s.ChargeOf(p); ok {
+		t.Error("the pod was recorded by a read")
+	}
+	if g, _ := s.GangStatus("ns/g"); g.Members != 0 {
+		t.Errorf("the gang has %d members after a read, want 0", g.Members)
+	}
+}
