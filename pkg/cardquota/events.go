@@ -62,7 +62,7 @@ func (p *Plugin) cardsFreed(logger klog.Logger, pod *corev1.Pod, oldObj, newObj 
 // that names no model may land on a node whose cards have none, where card
 // quota does not hold it: that is never ruled out.
 func (p *Plugin) quotaLeft(pod *corev1.Pod) bool {
-	c := p.state.Candidate(pod)
+	c := p.state.Prospect(pod)
 	if c.CardNamesErr != nil || len(c.CardNames) == 0 {
 		return true
 	}

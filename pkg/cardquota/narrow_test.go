@@ -120,7 +120,7 @@ func TestNarrow(t *testing.T) {
 			if cards == nil {
 				cards = both
 			}
-			c := st.Candidate(tt.pod)
+			c := st.Prospect(tt.pod)
 			c.NarrowMissed = tt.missed
 			s := p.newStateData(c)
 			s.cards = cards

@@ -143,7 +143,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if len(cardmodel.CardRequests(pod, p.state.IsCardResource)) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	c := p.state.Candidate(pod)
+	c := p.state.Prospect(pod)
 	names := c.CardNames
 	if c.CardNamesErr != nil {
 		return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, c.CardNamesErr)
@@ -203,10 +203,10 @@ func (s *stateData) checkAny() *fwk.Status {
 	return refusal.Status(fwk.Unschedulable, refusal.NoAlternative{Each: each})
 }
 
-// newStateData is a candidate's card numbers as its queue's quota and use
+// newStateData is a prospect's card numbers as its queue's quota and use
 // stand now. PreFilter adds the requests Filter ranges over; the queueing
-// hint's quota check reads the candidate's own.
-func (p *Plugin) newStateData(c state.Candidate) *stateData {
+// hint's quota check reads the prospect's own.
+func (p *Plugin) newStateData(c state.Prospect) *stateData {
 	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, names: c.CardNames, cards: p.state.Cards(c.Queue)}
 	if c.Displaced != nil {
 		// The min member this pod pushes out to elastic leaves the

@@ -71,13 +71,13 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 			return nil, fwk.AsStatus(fmt.Errorf("waiting for Cardinal's state to sync: %w", err))
 		}
 	}
-	c := p.state.Candidate(pod)
+	c := p.state.Prospect(pod)
 	if c.OwnerUnseen != "" {
 		// Read again: the owner may have come since the facts were derived.
 		if unseen := p.state.AwaitOwner(pod); unseen != "" {
 			return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.OwnerUnseen{Owner: unseen})
 		}
-		c = p.state.Candidate(pod)
+		c = p.state.Prospect(pod)
 	}
 	simulating := state.Simulating(cs)
 	if c.Warning != "" && !simulating {

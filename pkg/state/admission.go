@@ -70,7 +70,7 @@ type QuotaAdmission struct {
 	// the pod's queue, or nil when it fits. judged is false when the check
 	// has nothing to say about the gang (the plugin's PreFilter refuses
 	// its pods and says why): its hold, if any, is left as it is.
-	Check func(pod *corev1.Pod, v GangView, missing int, c Candidate) (why refusal.Refusal, judged bool)
+	Check func(pod *corev1.Pod, v GangView, missing int, c Prospect) (why refusal.Refusal, judged bool)
 }
 
 // AdmitToQuota is a quota plugin's PreEnqueue: it holds a gang back, so
@@ -87,7 +87,7 @@ func (s *State) AdmitToQuota(pod *corev1.Pod, a QuotaAdmission) *fwk.Status {
 	if st != nil || missing == 0 {
 		return st
 	}
-	c := s.Candidate(pod)
+	c := s.Prospect(pod)
 	if c.Denied != nil {
 		return nil // CardinalQueue's PreFilter refuses it, with an event
 	}

@@ -198,7 +198,7 @@ func TestDeletedPodLeavesNoGhost(t *testing.T) {
 	if st := s.Reserve(p, "n"); st.IsSuccess() {
 		t.Error("a deleted pod was reserved")
 	}
-	s.Candidate(p)
+	s.Prospect(p)
 	if _, ok := s.pods[p.UID]; ok {
 		t.Error("the deleted pod is recorded again")
 	}

@@ -120,7 +120,7 @@ func (s *State) blockerLocked(g *gangEntry, elastic bool, now time.Time) refusal
 		}
 		return nil
 	}
-	for k := range s.needMin {
+	for k := range s.awaitingMin {
 		if other := s.gangs[k]; k != g.key && other != nil && s.blocksElasticLocked(other, now) {
 			return refusal.ElasticWaits{Gang: string(k), Missing: other.min() - len(other.placed), Min: other.min()}
 		}
@@ -319,14 +319,14 @@ func (s *State) wakeGang(k gang.Key) {
 // forgets a gang nothing is left of.
 func (s *State) refreshGangLocked(g *gangEntry) {
 	k := g.key
-	wasAssembling, wasNeeding := s.assembling.Has(k), s.needMin.Has(k)
+	wasAssembling, wasNeeding := s.assembling.Has(k), s.awaitingMin.Has(k)
 	s.assembling.Delete(k)
-	s.needMin.Delete(k)
+	s.awaitingMin.Delete(k)
 	if g.needsMin() && g.reserved > 0 {
 		s.assembling.Insert(k)
 	}
 	if g.needsMin() && len(g.members) >= g.min() {
-		s.needMin.Insert(k)
+		s.awaitingMin.Insert(k)
 	}
 	admissible := g.group != nil && len(g.members) >= g.min() && splitLocked(g, s.settings.SchedulerName) == nil
 	if admissible && !g.admissible {
@@ -346,7 +346,7 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 	if wasAssembling && !s.assembling.Has(k) {
 		s.wakeNextGangLocked()
 	}
-	if wasNeeding && !s.needMin.Has(k) {
+	if wasNeeding && !s.awaitingMin.Has(k) {
 		s.wakeElasticLocked()
 	}
 }
@@ -412,7 +412,7 @@ func (s *State) wakeElasticLocked() {
 		return
 	}
 	now := s.clock.Now()
-	for k := range s.needMin {
+	for k := range s.awaitingMin {
 		if g := s.gangs[k]; g != nil && s.blocksElasticLocked(g, now) {
 			return
 		}

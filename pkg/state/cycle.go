@@ -14,10 +14,10 @@ import (
 	"cardinal.dev/cardinal/pkg/workload"
 )
 
-// Candidate is what the quota plugins judge a pod by in a scheduling cycle:
+// Prospect is what the quota plugins judge a pod by in a scheduling cycle:
 // its facts, and what placing it would do to its queue's non-preemptible
 // use (SPEC §3.5).
-type Candidate struct {
+type Prospect struct {
 	Facts
 	// NonPreemptible: placed now, the pod would be charged as non-preemptible.
 	NonPreemptible bool
@@ -65,12 +65,12 @@ func (s *State) GangCreated(k gang.Key) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// Candidate returns what placing pod now would charge, by the same rules
+// Prospect returns what placing pod now would charge, by the same rules
 // Reserve charges it with. It only reads: a pod the state has not seen yet
 // (kube-scheduler's informer handler can run before the state's) is judged
 // by its facts as the state would record them, and is recorded by the
 // informer, or by Reserve if it is placed first.
-func (s *State) Candidate(pod *corev1.Pod) Candidate {
+func (s *State) Prospect(pod *corev1.Pod) Prospect {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e := s.pods[pod.UID]
@@ -78,7 +78,7 @@ func (s *State) Candidate(pod *corev1.Pod) Candidate {
 		e = &podEntry{pod: pod, owner: s.kube.owners.Labels(pod)}
 		e.Facts = s.factsLocked(pod, e.owner)
 	}
-	return s.candidateLocked(e, pod)
+	return s.prospectLocked(e, pod)
 }
 
 // Reserve records a pod as placed on node, charging its queue (SPEC §4.1),
@@ -115,9 +115,9 @@ func changedSinceLocked(e *podEntry, queue string, class workload.Preemptibility
 	return ""
 }
 
-// candidateLocked reads the state only; the read lock is enough.
-func (s *State) candidateLocked(e *podEntry, pod *corev1.Pod) Candidate {
-	c := Candidate{Facts: e.Facts, NarrowMissed: s.narrowMissedLocked(e)}
+// prospectLocked reads the state only; the read lock is enough.
+func (s *State) prospectLocked(e *podEntry, pod *corev1.Pod) Prospect {
+	c := Prospect{Facts: e.Facts, NarrowMissed: s.narrowMissedLocked(e)}
 	switch e.Preemptibility {
 	case workload.NonPreemptible:
 		c.NonPreemptible = true

@@ -277,7 +277,7 @@ func (s *State) OnPodGroup(pg *schedv1alpha1.PodGroup) {
 	}
 	s.gangCreated.LoadOrStore(g.key, pg.CreationTimestamp.Time)
 	if old == nil || !maps.Equal(old.Labels, pg.Labels) {
-		s.refactGangLocked(g)
+		s.rederiveGangFactsLocked(g)
 	}
 	if old != nil && len(g.held) > 0 {
 		if c, err := requeue.Of(old, pg); err == nil && c.PodGroupAdmission() {
@@ -310,14 +310,14 @@ func (s *State) OnPodGroupGone(pg *schedv1alpha1.PodGroup) {
 		s.failLocked(g, "its PodGroup was deleted", false)
 	}
 	g.group = nil
-	s.refactGangLocked(g)
+	s.rederiveGangFactsLocked(g)
 	s.setRolesLocked(g)
 	s.refreshGangLocked(g)
 }
 
-// refactGangLocked derives a gang's members' facts anew (their queue and
+// rederiveGangFactsLocked derives a gang's members' facts anew (their queue and
 // preemptibility come from its PodGroup's labels).
-func (s *State) refactGangLocked(g *gangEntry) {
+func (s *State) rederiveGangFactsLocked(g *gangEntry) {
 	for _, e := range g.members {
 		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}

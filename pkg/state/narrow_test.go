@@ -41,7 +41,7 @@ func TestAfterNarrowingMiss(t *testing.T) {
 	if s.AfterNarrowingMiss(framework.NewCycleState(), pod, filtered) != nil {
 		t.Fatalf("a cycle that was not narrowed says it was")
 	}
-	if s.Candidate(pod).NarrowMissed {
+	if s.Prospect(pod).NarrowMissed {
 		t.Fatalf("the pod is marked before any narrowed cycle missed")
 	}
 
@@ -69,7 +69,7 @@ func TestAfterNarrowingMiss(t *testing.T) {
 	if diff := cmp.Diff([]string{"ns/g-0", "ns/g-0"}, fw.activated); diff != "" {
 		t.Errorf("woken (-want +got):\n%s", diff)
 	}
-	if !s.Candidate(pod).NarrowMissed || !s.Candidate(sibling).NarrowMissed {
+	if !s.Prospect(pod).NarrowMissed || !s.Prospect(sibling).NarrowMissed {
 		t.Errorf("the pod or its gang's other pod would be narrowed again")
 	}
 	// A pod that joins the gang later (a replica made anew) is not
@@ -77,7 +77,7 @@ func TestAfterNarrowingMiss(t *testing.T) {
 	later := builder.MakePod("ns", "g-2").Label(schedv1alpha1.PodGroupLabel, "g").GPU(1).CardName(h200).Obj()
 	later.UID = "g-2"
 	s.OnPod(later)
-	if !s.Candidate(later).NarrowMissed {
+	if !s.Prospect(later).NarrowMissed {
 		t.Errorf("a pod that joined the gang after its miss would be narrowed again")
 	}
 	// Once its min is bound, the gang's next pods are narrowed anew.
@@ -86,7 +86,7 @@ func TestAfterNarrowingMiss(t *testing.T) {
 		b.Spec.NodeName = "n"
 		s.OnPod(b)
 	}
-	if s.Candidate(later).NarrowMissed {
+	if s.Prospect(later).NarrowMissed {
 		t.Errorf("the gang's pods are not narrowed again after its min was bound")
 	}
 	// A pod that misses once the min is bound (an elastic pod) is tried
@@ -99,9 +99,9 @@ func TestAfterNarrowingMiss(t *testing.T) {
 	if s.AfterNarrowingMiss(cs, elastic, filtered) == nil {
 		t.Fatalf("a narrowed cycle that missed says it did not")
 	}
-	if !s.Candidate(elastic).NarrowMissed || s.Candidate(later).NarrowMissed {
+	if !s.Prospect(elastic).NarrowMissed || s.Prospect(later).NarrowMissed {
 		t.Errorf("after a miss past the min: missed pod %v, the gang's other pending pod %v; want true, false",
-			s.Candidate(elastic).NarrowMissed, s.Candidate(later).NarrowMissed)
+			s.Prospect(elastic).NarrowMissed, s.Prospect(later).NarrowMissed)
 	}
 }
 
@@ -119,11 +119,11 @@ func TestNarrowMissedPodGroupMadeAnew(t *testing.T) {
 	MarkNarrowed(cs, h200, 1)
 	filtered := framework.NewDefaultNodeToStatus()
 	filtered.Set("n", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
-	if s.AfterNarrowingMiss(cs, pod, filtered) == nil || !s.Candidate(pod).NarrowMissed {
+	if s.AfterNarrowingMiss(cs, pod, filtered) == nil || !s.Prospect(pod).NarrowMissed {
 		t.Fatalf("the miss was not recorded")
 	}
 	s.OnPodGroup(&schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "g2"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}})
-	if s.Candidate(pod).NarrowMissed {
+	if s.Prospect(pod).NarrowMissed {
 		t.Errorf("the PodGroup made anew kept the old one's miss")
 	}
 }

@@ -167,10 +167,10 @@ func (s *State) setSelectorLocked(q *queueEntry, obj *v1alpha1.Queue) {
 	s.reportLocked(queueRef(obj), "InvalidNamespaceSelector", "Admission", msg)
 }
 
-// refactPendingLocked derives anew the facts of a queue's pending pods,
+// rederivePendingFactsLocked derives anew the facts of a queue's pending pods,
 // whose namespaces may or may not use it since its selector changed.
 // Selectors change rarely: this walks every pod.
-func (s *State) refactPendingLocked(queue string) {
+func (s *State) rederivePendingFactsLocked(queue string) {
 	for _, e := range s.pods {
 		if !e.placed() && e.Queue == queue {
 			s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))

@@ -111,8 +111,8 @@ func (s *State) PreemptionUnderWay(pod *corev1.Pod) bool {
 	return s.preemptions[PreemptorKeyOf(pod)] != nil
 }
 
-// Placed is a placed pod as preemption sees it: a possible victim.
-type Placed struct {
+// Occupant is a placed pod as preemption sees it: a possible victim.
+type Occupant struct {
 	Pod            *corev1.Pod
 	Node           string
 	Queue          string
@@ -130,10 +130,10 @@ type Placed struct {
 }
 
 // PlacedIn lists the placed pods of queues, in O(their placed pods).
-func (s *State) PlacedIn(queues ...string) []Placed {
+func (s *State) PlacedIn(queues ...string) []Occupant {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var out []Placed
+	var out []Occupant
 	// ranks are the placed pods' ranks in their gangs, found once per gang.
 	ranks := map[*podEntry]int{}
 	for _, name := range queues {
@@ -145,7 +145,7 @@ func (s *State) PlacedIn(queues ...string) []Placed {
 			if _, victim := s.victimOf[e.pod.UID]; victim || e.terminating {
 				continue // already being evicted, or deleted
 			}
-			p := Placed{
+			p := Occupant{
 				Pod: e.pod, Node: e.node, Queue: e.Queue, Gang: e.Gang, Priority: e.Priority,
 				Preemptibility: e.bookedPreemptibility(), Elastic: e.elastic, Bound: e.bound, Request: e.Request, Cards: e.cards,
 			}

@@ -109,7 +109,7 @@ func (s *State) upsertQueueLocked(obj *v1alpha1.Queue) error {
 			// Some namespace may use it now, or no longer: its pending
 			// pods are judged anew. A Queue added for every namespace,
 			// the common case, walks nothing.
-			s.refactPendingLocked(obj.Name)
+			s.rederivePendingFactsLocked(obj.Name)
 		}
 	}
 	q.guarantee = quota.FromList(obj.Spec.Guarantee)
@@ -128,7 +128,7 @@ func (s *State) deleteQueueLocked(name string) {
 		q.selector, q.selectorText = nil, ""
 		q.setCardQuota(nil)
 		if selected {
-			s.refactPendingLocked(name)
+			s.rederivePendingFactsLocked(name)
 		}
 		s.notifyLocked()
 		s.dropQueueIfUnusedLocked(name)

@@ -80,20 +80,20 @@ func TestCandidate(t *testing.T) {
 	for _, p := range pods {
 		s.OnPod(p)
 	}
-	if c := s.Candidate(pods[2]); !c.NonPreemptible || c.Displaced != nil {
+	if c := s.Prospect(pods[2]); !c.NonPreemptible || c.Displaced != nil {
 		t.Errorf("first pod of a semi-preemptible gang: %+v, want non-preemptible", c)
 	}
 	s.Reserve(pods[1], "n")
 	s.Reserve(pods[2], "n")
-	c := s.Candidate(pods[0])
+	c := s.Prospect(pods[0])
 	if !c.NonPreemptible || c.Displaced == nil || c.Displaced.Cards[h200] != 1 {
 		t.Errorf("an older pod of a gang at min: %+v, want non-preemptible, displacing one card's min member", c)
 	}
 	s.Reserve(pods[0], "n")
 	if got := roles(s); got[1] != 2 {
-		t.Errorf("after Reserve, non-preemptible = %d, want 2 as Candidate said", got[1])
+		t.Errorf("after Reserve, non-preemptible = %d, want 2 as Prospect said", got[1])
 	}
-	if c := s.Candidate(member("g", 3)); c.NonPreemptible {
+	if c := s.Prospect(member("g", 3)); c.NonPreemptible {
 		t.Errorf("a younger pod of a gang at min: %+v, want elastic (preemptible)", c)
 	}
 }
@@ -174,7 +174,7 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 	f := newOwnerFixture()
 	s, h, rsIndexer, depIndexer, dep, rs, pod := f.s, f.h, f.rsIndexer, f.depIndexer, f.dep, f.rs, f.pod
 	s.OnPod(pod)
-	if c := s.Candidate(pod); c.OwnerUnseen != "ReplicaSet ns/web-1" {
+	if c := s.Prospect(pod); c.OwnerUnseen != "ReplicaSet ns/web-1" {
 		t.Fatalf("before its ReplicaSet arrived: owner unseen %q", c.OwnerUnseen)
 	}
 	if got := s.AwaitOwner(pod); got != "ReplicaSet ns/web-1" {
@@ -182,7 +182,7 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 	}
 	_ = rsIndexer.Add(rs)
 	h.OnAdd(rs, false)
-	c := s.Candidate(pod)
+	c := s.Prospect(pod)
 	if c.OwnerUnseen != "Deployment ns/web" {
 		t.Fatalf("before its Deployment arrived: owner unseen %q", c.OwnerUnseen)
 	}
@@ -194,7 +194,7 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 	s.AwaitOwner(pod)
 	_ = depIndexer.Add(dep)
 	h.OnAdd(dep, false)
-	c = s.Candidate(pod)
+	c = s.Prospect(pod)
 	if c.OwnerUnseen != "" || !c.NonPreemptible {
 		t.Errorf("once its owners arrived: owner unseen %q, non-preemptible %v; want none, true", c.OwnerUnseen, c.NonPreemptible)
 	}
@@ -224,7 +224,7 @@ func TestOwnerSeenBeforeThePodWaited(t *testing.T) {
 	if got := s.AwaitOwner(pod); got != "" {
 		t.Fatalf("AwaitOwner = %q once its ReplicaSet was seen, want none", got)
 	}
-	if c := s.Candidate(pod); c.OwnerUnseen != "" {
+	if c := s.Prospect(pod); c.OwnerUnseen != "" {
 		t.Errorf("its facts still name %q unseen", c.OwnerUnseen)
 	}
 }

@@ -126,8 +126,8 @@ type State struct {
 	deserved deservedCache
 
 	// Gang assembly (assembly.go).
-	assembling sets.Set[gang.Key]
-	needMin    sets.Set[gang.Key]
+	assembling  sets.Set[gang.Key]
+	awaitingMin sets.Set[gang.Key]
 	// belowMin are the gangs bound below their min (stale.go).
 	belowMin      sets.Set[gang.Key]
 	parkedGangs   map[gang.Key]map[types.UID]*corev1.Pod
@@ -233,7 +233,7 @@ func NewWithClock(settings Settings, clk clock.WithDelayedExecution) *State {
 		carriers:         map[corev1.ResourceName]int{},
 		modelLists:       map[cardKey][]string{},
 		assembling:       sets.New[gang.Key](),
-		needMin:          sets.New[gang.Key](),
+		awaitingMin:      sets.New[gang.Key](),
 		belowMin:         sets.New[gang.Key](),
 		parkedGangs:      map[gang.Key]map[types.UID]*corev1.Pod{},
 		parkedElastic:    map[types.UID]*corev1.Pod{},

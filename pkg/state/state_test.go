@@ -222,7 +222,7 @@ func TestCandidateOnlyReads(t *testing.T) {
 	s, _ := newTestState()
 	s.OnPodGroup(podGroup("g", 2, map[string]string{v1alpha1.QueueLabel: "q"}))
 	p := member("g", 0)
-	c := s.Candidate(p)
+	c := s.Prospect(p)
 	if c.Queue != "q" || c.Gang != "ns/g" {
 		t.Errorf("candidate: queue %q gang %q, want q and ns/g", c.Queue, c.Gang)
 	}
