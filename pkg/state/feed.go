@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,163 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
-	"cardinal.dev/cardinal/pkg/eventhandler"
 	"cardinal.dev/cardinal/pkg/gang"
-	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
 	"cardinal.dev/cardinal/pkg/requeue"
-	"cardinal.dev/cardinal/pkg/workload"
 )
-
-// kubeAccess is how the state reaches the cluster, set once by Attach.
-type kubeAccess struct {
-	config *rest.Config
-	owners workload.Owners
-	pods   corelisters.PodLister
-	// ensureDefaultQueue creates the default queue if it is missing.
-	ensureDefaultQueue func()
-}
-
-// tickEvery is how often the backstop (tick) runs.
-const tickEvery = 2 * time.Second
-
-// Attach connects the state to the scheduler the first time a Cardinal
-// plugin is built: it feeds the state from the scheduler's informers (pods,
-// nodes, namespaces, top-level owners) and its own PodGroup and Queue
-// informers, creates the default queue when missing, and starts the
-// goroutine that acts on the scheduling queue for it. Later calls return
-// the first call's result.
-func (s *State) Attach(ctx context.Context, h fwk.Handle) error {
-	s.attachOnce.Do(func() { s.attachErr = s.attach(ctx, h) })
-	return s.attachErr
-}
-
-func (s *State) attach(ctx context.Context, h fwk.Handle) error {
-	if name := s.settings.SchedulerName; h.ProfileName() != name {
-		return fmt.Errorf("Cardinal's plugins are configured for profile %s and cannot also run in profile %s: enable them in one profile only", name, h.ProfileName())
-	}
-	// Custom resources have no protobuf encoding: their clients speak JSON.
-	cfg := rest.CopyConfig(h.KubeConfig())
-	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
-	kube := h.SharedInformerFactory()
-	s.kube = kubeAccess{
-		config: cfg,
-		pods:   kube.Core().V1().Pods().Lister(),
-		owners: workload.Owners{
-			ReplicaSets:  kube.Apps().V1().ReplicaSets().Lister(),
-			Deployments:  kube.Apps().V1().Deployments().Lister(),
-			StatefulSets: kube.Apps().V1().StatefulSets().Lister(),
-			DaemonSets:   kube.Apps().V1().DaemonSets().Lister(),
-			Jobs:         kube.Batch().V1().Jobs().Lister(),
-			CronJobs:     kube.Batch().V1().CronJobs().Lister(),
-		},
-	}
-	cc, err := cardinalclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	pgc, err := pgclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	if !s.settings.ReadOnly {
-		// Without the Queue CRD or the right to it, the default queue is
-		// created once Queues can be read (apis.go).
-		s.kube.ensureDefaultQueue = func() {
-			if err := ensureQueue(ctx, cc, s.settings.DefaultQueue); err != nil {
-				klog.FromContext(ctx).Error(err, "Creating the default queue", "queue", s.settings.DefaultQueue)
-			}
-		}
-		if err := ensureQueue(ctx, cc, s.settings.DefaultQueue); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
-			// A kube-apiserver restarting or slow to answer must not stop
-			// the scheduler from starting: it tries again meanwhile.
-			klog.FromContext(ctx).Error(err, "Creating the default queue; trying again in the background", "queue", s.settings.DefaultQueue)
-			go s.retryDefaultQueue(ctx, cc)
-		}
-	}
-	// PodGroups, Queues and namespaces before pods: a pod's queue is read
-	// from them. The scheduler starts its own informers (pods, nodes,
-	// namespaces) after the plugins are built; ours start here.
-	pgFactory := PodGroupInformers(pgc)
-	queueFactory := QueueInformers(cc)
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-		api      string // set for the APIs the scheduler can do without
-	}{
-		{pgFactory.Scheduling().V1alpha1().PodGroups().Informer(), eventhandler.For(nil, s.OnPodGroup, s.OnPodGroupGone), podGroupsAPI},
-		{queueFactory.Scheduling().V1alpha1().Queues().Informer(), eventhandler.For(nil, s.OnQueue, s.OnQueueGone), queuesAPI},
-		{kube.Core().V1().Namespaces().Informer(), eventhandler.For(nil, s.OnNamespace, s.onNamespaceGone), ""},
-		{kube.Core().V1().Nodes().Informer(), eventhandler.For(nil, s.OnNode, s.OnNodeGone), ""},
-		{kube.Core().V1().Pods().Informer(), eventhandler.For(nil, s.OnPod, s.OnPodDeleted), ""},
-		// Top-level owners whose label sets their pods' preemptibility.
-		{kube.Apps().V1().ReplicaSets().Informer(), s.ownerHandler(), ""},
-		{kube.Apps().V1().Deployments().Informer(), s.ownerHandler(), ""},
-		{kube.Apps().V1().StatefulSets().Informer(), s.ownerHandler(), ""},
-		{kube.Apps().V1().DaemonSets().Informer(), s.ownerHandler(), ""},
-		{kube.Batch().V1().Jobs().Informer(), s.ownerHandler(), ""},
-		{kube.Batch().V1().CronJobs().Informer(), s.ownerHandler(), ""},
-	}
-	sources := make([]source, 0, len(handlers))
-	for _, hd := range handlers {
-		if hd.api != "" {
-			if err := s.watchMissing(ctx, hd.api, hd.informer); err != nil {
-				return err
-			}
-		}
-		reg, err := hd.informer.AddEventHandler(hd.handler)
-		if err != nil {
-			return err
-		}
-		sources = append(sources, source{api: hd.api, synced: reg.HasSynced})
-	}
-	s.mu.Lock()
-	s.sources = sources
-	s.mu.Unlock()
-	pgFactory.Start(ctx.Done())
-	queueFactory.Start(ctx.Done())
-	s.attached.Store(true)
-	var fw Framework = h
-	if s.settings.ReadOnly {
-		fw = discard{}
-	}
-	go s.runOutbox(ctx, fw)
-	started := time.Now()
-	go func() {
-		// Pods turned away before the state synced are woken as soon as it has.
-		if s.WaitForSync(ctx) == nil {
-			s.mu.RLock()
-			pods, nodes := len(s.pods), len(s.nodes)
-			s.mu.RUnlock()
-			klog.FromContext(ctx).Info("Cardinal's state synced", "pods", pods, "nodes", nodes, "after", time.Since(started))
-			s.tick()
-		}
-		wait.Until(s.tick, tickEvery, ctx.Done())
-	}()
-	return nil
-}
-
-// KubeConfig is the scheduler's client configuration (JSON, for custom
-// resources), once Attach has run; the status writers use it.
-func (s *State) KubeConfig() *rest.Config {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.kube.config
-}
-
-// Attached tells whether a Cardinal plugin has attached the state.
-func (s *State) Attached() bool { return s.attached.Load() }
 
 // ensurePodLocked returns a pod's entry, recording the pod first if the
 // state has not seen it yet: the scheduler's own informer handler can run
