@@ -2,11 +2,14 @@ package inspect
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"cardinal.dev/cardinal/pkg/podgroupstatus"
 	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/state"
 )
@@ -52,6 +55,32 @@ func TestTelling(t *testing.T) {
 	for i := 1; i < len(order); i++ {
 		if telling(order[i-1]) > telling(order[i]) {
 			t.Errorf("%T ranks after %T", order[i-1], order[i])
+		}
+	}
+}
+
+// TestBackingOffAsWritten: a backoff is read from the PodGroup only while
+// it lasts and as the waiting reason beside it tells it.
+func TestBackingOffAsWritten(t *testing.T) {
+	c := &Cluster{State: state.New(state.DefaultSettings()), Settings: state.DefaultSettings()}
+	b := refusal.BackingOff{Gang: "ns/g", Until: c.State.Now().Add(time.Hour), After: "x"}
+	pg := func(reason string, r refusal.BackingOff) *schedv1alpha1.PodGroup {
+		enc, _ := refusal.Encode(r)
+		return &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+			podgroupstatus.WaitingReasonAnnotation: reason, podgroupstatus.WaitingRefusalAnnotation: enc}}}
+	}
+	tests := []struct {
+		name string
+		pg   *schedv1alpha1.PodGroup
+		want bool
+	}{
+		{"as written", pg("0 of minMember 2 pods scheduled; "+b.String(), b), true},
+		{"over", pg("0 of minMember 2 pods scheduled; "+b.String(), refusal.BackingOff{Gang: "ns/g", Until: c.State.Now().Add(-time.Second), After: "x"}), false},
+		{"not what the waiting reason says", pg("0 of minMember 2 pods scheduled; queue q has insufficient cpu quota", b), false},
+	}
+	for _, tc := range tests {
+		if got := c.backingOff(tc.pg) != nil; got != tc.want {
+			t.Errorf("%s: backing off %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

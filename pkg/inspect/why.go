@@ -224,10 +224,11 @@ func (c *Cluster) scheduled(pod *corev1.Pod, found string) string {
 
 // backingOff is the backoff the scheduler wrote on a PodGroup while it
 // lasts, or nil: a gang backing off is not tried, so none of its pods says
-// so.
+// so. It must be the one the PodGroup's waiting reason tells: the two are
+// written together.
 func (c *Cluster) backingOff(pg *schedv1alpha1.PodGroup) refusal.Refusal {
 	b, ok := waitingRefusal(pg).(refusal.BackingOff)
-	if !ok || !c.State.Now().Before(b.Until) {
+	if !ok || !c.State.Now().Before(b.Until) || !strings.Contains(pg.Annotations[podgroupstatus.WaitingReasonAnnotation], b.String()) {
 		return nil
 	}
 	return b
