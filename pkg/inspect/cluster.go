@@ -34,6 +34,8 @@ import (
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/registry"
 	"cardinal.dev/cardinal/pkg/settings"
 	"cardinal.dev/cardinal/pkg/state"
@@ -177,11 +179,18 @@ func Load(ctx context.Context, cfg *rest.Config, schedulerConfiguration []byte) 
 
 // admitGangs runs admission on every gang's first waiting pod, as the
 // scheduler's queue does when the pods arrive, so the state knows which
-// gangs are held: a held gang keeps nobody's elastic pods waiting.
+// gangs are held: a held gang keeps nobody's elastic pods waiting. Nor
+// does one backing off, which only the running scheduler knows: the state
+// learns it from what the scheduler wrote on the PodGroup.
 func (c *Cluster) admitGangs(ctx context.Context) error {
 	pgs, err := c.podGroups.List(labels.Everything())
 	if err != nil {
 		return err
+	}
+	for _, pg := range pgs {
+		if b, ok := c.backingOff(pg).(refusal.BackingOff); ok {
+			c.State.RecordBackoff(gang.KeyOf(pg), b.Until, b.After)
+		}
 	}
 	for _, pg := range pgs {
 		pods, err := c.gangPods(pg)

@@ -82,15 +82,16 @@ func telling(r refusal.Refusal) int {
 
 // runtimeRefusal is the scheduler's own refusal of pod's gang, as the
 // PodGroup status writer put it beside the gang's waiting reason, when msg
-// (what the scheduler last said of the pod) is that refusal: what only the
-// running scheduler knows (another gang being placed, a backoff).
+// (what the scheduler last said of the pod) carries that refusal: what only
+// the running scheduler knows (another gang being placed). The counts in
+// the two may differ, having been written at different times.
 func (c *Cluster) runtimeRefusal(pod *corev1.Pod, msg string) refusal.Refusal {
 	pg := c.podGroupOf(pod)
 	if pg == nil {
 		return nil
 	}
 	r := waitingRefusal(pg)
-	if r == nil || !strings.Contains(msg, r.String()) {
+	if r == nil || !strings.Contains(msg, refusal.Identity(r)) {
 		return nil
 	}
 	return r

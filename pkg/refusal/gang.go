@@ -5,13 +5,14 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 )
 
 // Refusals of gangs (SPEC §2): a gang that is not whole, one that waits
 // for another, one that backs off, one whose pods cannot be one gang.
-
-// PodGroupLabel is the label that puts a pod in a gang.
-const PodGroupLabel = "scheduling.x-k8s.io/pod-group"
 
 // NoPodGroup: the pod names a PodGroup that does not exist.
 type NoPodGroup struct {
@@ -19,13 +20,13 @@ type NoPodGroup struct {
 }
 
 func (r NoPodGroup) String() string {
-	return fmt.Sprintf("PodGroup %s not found: create it, or remove the label %s from the pod", r.Gang, PodGroupLabel)
+	return fmt.Sprintf("PodGroup %s not found: create it, or remove the label %s from the pod", r.Gang, schedv1alpha1.PodGroupLabel)
 }
 
 func (r NoPodGroup) Error() string { return r.String() }
 
 func (r NoPodGroup) Fix() string {
-	return fmt.Sprintf("create the PodGroup %s, or remove the label %s from the pod", r.Gang, PodGroupLabel)
+	return fmt.Sprintf("create the PodGroup %s, or remove the label %s from the pod", r.Gang, schedv1alpha1.PodGroupLabel)
 }
 
 // PodGroupUnreadable: the PodGroup API cannot be read (no CRD, no RBAC).
@@ -67,7 +68,11 @@ type GangBeingPlaced struct {
 }
 
 func (r GangBeingPlaced) String() string {
-	return fmt.Sprintf("waiting for gang %s, which is being placed (%d of its min %d placed)", r.Gang, r.Placed, r.Min)
+	return fmt.Sprintf("%s (%d of its min %d placed)", r.identity(), r.Placed, r.Min)
+}
+
+func (r GangBeingPlaced) identity() string {
+	return fmt.Sprintf("waiting for gang %s, which is being placed", r.Gang)
 }
 
 func (r GangBeingPlaced) Error() string { return r.String() }
@@ -84,7 +89,11 @@ type ElasticWaits struct {
 }
 
 func (r ElasticWaits) String() string {
-	return fmt.Sprintf("elastic pods wait while gang %s still needs %d more pods for its min of %d", r.Gang, r.Missing, r.Min)
+	return fmt.Sprintf("%s %d more pods for its min of %d", r.identity(), r.Missing, r.Min)
+}
+
+func (r ElasticWaits) identity() string {
+	return fmt.Sprintf("elastic pods wait while gang %s still needs", r.Gang)
 }
 
 func (r ElasticWaits) Error() string { return r.String() }
@@ -148,13 +157,13 @@ func (r GangSplitQueues) String() string {
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("gang %s's pods resolve to different queues: %s; set the label %s on the PodGroup so the gang is charged to one queue",
-		r.Gang, strings.Join(parts, ", "), QueueLabel)
+		r.Gang, strings.Join(parts, ", "), v1alpha1.QueueLabel)
 }
 
 func (r GangSplitQueues) Error() string { return r.String() }
 
 func (r GangSplitQueues) Fix() string {
-	return fmt.Sprintf("label PodGroup %s with %s, or give all its pods the same queue", r.Gang, QueueLabel)
+	return fmt.Sprintf("label PodGroup %s with %s, or give all its pods the same queue", r.Gang, v1alpha1.QueueLabel)
 }
 
 // GangDoesNotFit: free room on nodes holds fewer pods like this one than

@@ -6,14 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/quota"
 )
 
 // Refusals of a node for a pod (Filter) and of a pod's card models (SPEC
-// §4, §5.8).
-
-// CardNameAnnotation is the annotation that lists a pod's card models.
-const CardNameAnnotation = "cardinal.dev/card-name"
+// §4, §5.8). Filter builds one for every node it refuses, so their Models
+// are the pod's own list, not copies: the state replaces a pod's card
+// names when they change, never edits them in place.
 
 // ModelNotAllowed: the node's cards are of a model the pod does not list.
 type ModelNotAllowed struct {
@@ -42,7 +42,7 @@ func (r NoModelOnNode) Error() string { return r.String() }
 func (r NoModelOnNode) Fix() string   { return noModelFix(r.Models) }
 
 func noModelFix(models []string) string {
-	return fmt.Sprintf("add nodes with card model %s, or allow other models in the pod's %s annotation", strings.Join(models, "|"), CardNameAnnotation)
+	return fmt.Sprintf("add nodes with card model %s, or allow other models in the pod's %s annotation", strings.Join(models, "|"), v1alpha1.CardNameAnnotation)
 }
 
 // UnlabelledCards: the node's cards carry no product label, so they have
@@ -99,7 +99,7 @@ func (r MixedResources) String() string {
 func (r MixedResources) Error() string { return r.String() }
 
 func (r MixedResources) Fix() string {
-	return fmt.Sprintf("in the %s annotation, list only models used through one resource (all whole cards, or all the same MIG or MPS slice)", CardNameAnnotation)
+	return fmt.Sprintf("in the %s annotation, list only models used through one resource (all whole cards, or all the same MIG or MPS slice)", v1alpha1.CardNameAnnotation)
 }
 
 // WrongResource: the pod requests a resource its first card model is not
@@ -115,7 +115,7 @@ func (r WrongResource) String() string {
 func (r WrongResource) Error() string { return r.String() }
 
 func (r WrongResource) Fix() string {
-	return fmt.Sprintf("request the resource card model %s is used through, or change the %s annotation", r.Model, CardNameAnnotation)
+	return fmt.Sprintf("request the resource card model %s is used through, or change the %s annotation", r.Model, v1alpha1.CardNameAnnotation)
 }
 
 // Insufficient: the node has too little free of a resource. It is what

@@ -1,12 +1,13 @@
 package refusal
 
-import "fmt"
+import (
+	"fmt"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+)
 
 // Refusals that come before any quota: which queue a pod belongs to, and
 // whether Cardinal can read what it needs (SPEC §1.1, §6).
-
-// QueueLabel is the label that names a pod's queue.
-const QueueLabel = "cardinal.dev/queue"
 
 // NoQueue: the pod's queue does not exist.
 type NoQueue struct {
@@ -14,13 +15,13 @@ type NoQueue struct {
 }
 
 func (r NoQueue) String() string {
-	return fmt.Sprintf("queue %s does not exist: create it, or set the label %s on the pod, its PodGroup or its namespace to an existing queue", r.Queue, QueueLabel)
+	return fmt.Sprintf("queue %s does not exist: create it, or set the label %s on the pod, its PodGroup or its namespace to an existing queue", r.Queue, v1alpha1.QueueLabel)
 }
 
 func (r NoQueue) Error() string { return r.String() }
 
 func (r NoQueue) Fix() string {
-	return fmt.Sprintf("create the Queue %s, or set the label %s to a queue that exists", r.Queue, QueueLabel)
+	return fmt.Sprintf("create the Queue %s, or set the label %s to a queue that exists", r.Queue, v1alpha1.QueueLabel)
 }
 
 // QueueUnreadable: the Queue API cannot be read (no CRD, no RBAC).
@@ -48,7 +49,7 @@ type NamespaceDenied struct {
 
 func (r NamespaceDenied) String() string {
 	return fmt.Sprintf("namespace %s may not use queue %s: its spec.namespaceSelector %s does not match the namespace's labels; label namespace %s to match it, or set the label %s on the pod, its PodGroup or its namespace to a queue namespace %s may use",
-		r.Namespace, r.Queue, r.Selector, r.Namespace, QueueLabel, r.Namespace)
+		r.Namespace, r.Queue, r.Selector, r.Namespace, v1alpha1.QueueLabel, r.Namespace)
 }
 
 func (r NamespaceDenied) Error() string { return r.String() }
@@ -64,7 +65,7 @@ type OwnerUnseen struct {
 }
 
 func (r OwnerUnseen) String() string {
-	return fmt.Sprintf("its owner %s is not seen yet: the pod waits for it, since its %s label decides how the pod is placed", r.Owner, PreemptibilityLabel)
+	return fmt.Sprintf("its owner %s is not seen yet: the pod waits for it, since its %s label decides how the pod is placed", r.Owner, v1alpha1.PreemptibilityLabel)
 }
 
 func (r OwnerUnseen) Error() string { return r.String() }

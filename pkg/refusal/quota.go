@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/quota"
 )
 
@@ -12,9 +13,6 @@ import (
 // units (milli-cpu, bytes, cards); a Resource is a resource name, a card
 // model, or card-model alternatives "A|B", and String prints each in the
 // user's units.
-
-// PreemptibilityLabel is the label that makes a workload preemptible.
-const PreemptibilityLabel = "cardinal.dev/preemptibility"
 
 // QuotaExceeded: the pod would take its queue past its capability (SPEC
 // §3.1, §4.6).
@@ -68,7 +66,7 @@ func (r GuaranteeExceeded) Fix() string {
 
 func guaranteeFix(queue, resource string, use int64) string {
 	return fmt.Sprintf("raise queue %s's guarantee of %s to %s, or make the workload preemptible (label %s)",
-		queue, resource, quota.Format(corev1.ResourceName(resource), use), PreemptibilityLabel)
+		queue, resource, quota.Format(corev1.ResourceName(resource), use), v1alpha1.PreemptibilityLabel)
 }
 
 // GangOverQuota: a gang is held back from admission because the rest of

@@ -57,6 +57,16 @@ func As(st *fwk.Status) (Refusal, bool) {
 	return nil, false
 }
 
+// Identity is the part of r's sentence that stays the same while r holds:
+// the sentence less the counts that change as another gang is placed. A
+// message is told to carry r by it.
+func Identity(r Refusal) string {
+	if i, ok := r.(interface{ identity() string }); ok {
+		return i.identity()
+	}
+	return r.String()
+}
+
 // RoomFix says what would let a pod run that waits for room: more room
 // for any pod, and, for an elastic pod (beyond its gang's min), that it
 // never preempts to get it.

@@ -186,3 +186,19 @@ func TestDecodeErrors(t *testing.T) {
 		t.Error("a status of plain words carries no refusal")
 	}
 }
+
+// TestIdentity: a refusal with live counts is known by its sentence less
+// them; others by their whole sentence.
+func TestIdentity(t *testing.T) {
+	placed := GangBeingPlaced{Gang: "ns/a", Placed: 2, Min: 3}
+	later := GangBeingPlaced{Gang: "ns/a", Placed: 1, Min: 3}
+	if Identity(placed) != Identity(later) || Identity(placed) != "waiting for gang ns/a, which is being placed" {
+		t.Errorf("identities %q and %q", Identity(placed), Identity(later))
+	}
+	if e := (ElasticWaits{Gang: "ns/a", Missing: 1, Min: 3}); Identity(e) != "elastic pods wait while gang ns/a still needs" {
+		t.Errorf("identity %q", Identity(e))
+	}
+	if q := (NoQueue{Queue: "q"}); Identity(q) != q.String() {
+		t.Errorf("identity %q, want the sentence", Identity(q))
+	}
+}

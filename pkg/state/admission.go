@@ -99,13 +99,14 @@ func (s *State) AdmitToQuota(pod *corev1.Pod, a QuotaAdmission) *fwk.Status {
 		s.Release(v.Key, a.Holder)
 		return nil
 	}
+	text := why.String() // rendered once, before the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.gangLocked(v.Key)
 	if s.holdLocked(pod, g, a.Holder, why, c.Queue, a.UsesCards) {
-		s.eventLocked(podGroupRef(g), corev1.EventTypeWarning, a.EventReason, "Admission", why.String())
+		s.eventLocked(podGroupRef(g), corev1.EventTypeWarning, a.EventReason, "Admission", text)
 	}
-	s.eventLocked(pod, corev1.EventTypeWarning, a.EventReason, "Admission", why.String())
+	s.eventLocked(pod, corev1.EventTypeWarning, a.EventReason, "Admission", text)
 	return refusal.Status(fwk.UnschedulableAndUnresolvable, why)
 }
 

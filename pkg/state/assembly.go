@@ -56,6 +56,9 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 		return Start{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s/%s was deleted", pod.Namespace, pod.Name))
 	}
 	g := s.gangs[k]
+	if g != nil {
+		g.waits = nil // set again below if another gang stands in its way
+	}
 	if st := s.gangIncompleteLocked(g, k); st != nil {
 		return Start{}, st
 	}

@@ -36,7 +36,9 @@ type gangEntry struct {
 	backoffUntil time.Time
 	lastFailure  string
 	// waits is why its pods were last turned away for another gang (one
-	// being placed, one that needs its min), nil once one was let through.
+	// being placed, one that needs its min); nil once one was let through,
+	// or turned away for the gang's own state (incomplete, backing off),
+	// or the gang was held.
 	waits refusal.Refusal
 	// held are the admission checks holding the gang back: holder -> why.
 	held map[string]refusal.Refusal

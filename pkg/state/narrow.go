@@ -44,7 +44,9 @@ func (s *State) AfterNarrowingMiss(cs fwk.CycleState, pod *corev1.Pod, statuses 
 		return nil
 	}
 	s.mu.Lock()
-	if e := s.pods[pod.UID]; e != nil && !s.narrowMissedLocked(e) {
+	// Recorded here if the state's informer has not delivered it yet, so
+	// that the miss is remembered and the pod woken.
+	if e, recorded := s.ensurePodLocked(pod); recorded && !s.narrowMissedLocked(e) {
 		if g := s.gangs[e.Gang]; e.Gang != "" && g != nil && g.group != nil && g.minBound != boundKey(g.group) {
 			// Its siblings, those to come too, are most likely kept from
 			// the same nodes alike (one template): they are tried on

@@ -45,11 +45,14 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
 		return p, "its preemptionPolicy is Never", false
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	e := s.pods[pod.UID]
-	if e == nil {
-		return p, "it is unknown to Cardinal", false
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A pod that reaches PostFilter before the state's informer handler
+	// delivered it is recorded here, as Reserve would record it: the
+	// quota plugins' PreFilter only read it (Prospect).
+	e, recorded := s.ensurePodLocked(pod)
+	if !recorded {
+		return p, "it was deleted", false
 	}
 	p = Preemptor{Key: PreemptorKeyOf(pod), Gang: e.Gang, Queue: e.Queue, Priority: e.Priority, Pods: []*corev1.Pod{pod}, Missing: 1}
 	if e.Denied != nil {

@@ -46,7 +46,11 @@ func TestPreemptorOf(t *testing.T) {
 			p.Spec.PreemptionPolicy = &never
 			return p
 		}, "its preemptionPolicy is Never", 0, nil},
-		{"a pod the state has not seen", func(s *State) *corev1.Pod { return member("g", 0) }, "it is unknown to Cardinal", 0, nil},
+		{"a pod the state has not seen is recorded, as Reserve would", func(s *State) *corev1.Pod {
+			p := builder.MakePod("ns", "unseen").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
+			p.UID = "unseen"
+			return p
+		}, "", 1, []string{"unseen"}},
 		{"a gang below minMember pods", func(s *State) *corev1.Pod {
 			s.OnPodGroup(podGroup("g", 3, nil))
 			s.OnPod(member("g", 0))

@@ -70,8 +70,8 @@ func TestSemiPreemptibleRoles(t *testing.T) {
 	}
 }
 
-// TestCandidate: what PreFilter judges a pod by is what Reserve charges.
-func TestCandidate(t *testing.T) {
+// TestProspect: what PreFilter judges a pod by is what Reserve charges.
+func TestProspect(t *testing.T) {
 	s, _ := newTestState()
 	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
 	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())

@@ -215,16 +215,16 @@ func TestCardResourceLearnedLate(t *testing.T) {
 	}
 }
 
-// TestCandidateOnlyReads: judging a pod the state has not seen yet gives
+// TestProspectOnlyReads: judging a pod the state has not seen yet gives
 // its facts as they would be recorded, and records nothing: the books
 // change on the informer's path and at Reserve, never in a PreFilter.
-func TestCandidateOnlyReads(t *testing.T) {
+func TestProspectOnlyReads(t *testing.T) {
 	s, _ := newTestState()
 	s.OnPodGroup(podGroup("g", 2, map[string]string{v1alpha1.QueueLabel: "q"}))
 	p := member("g", 0)
 	c := s.Prospect(p)
 	if c.Queue != "q" || c.Gang != "ns/g" {
-		t.Errorf("candidate: queue %q gang %q, want q and ns/g", c.Queue, c.Gang)
+		t.Errorf("prospect: queue %q gang %q, want q and ns/g", c.Queue, c.Gang)
 	}
 	if _, ok := s.ChargeOf(p); ok {
 		t.Error("the pod was recorded by a read")

@@ -34,7 +34,7 @@ type GangStatus struct {
 	LastFailure  string
 	// Waits is why its pods were last turned away for another gang (one
 	// being placed, or one that needs its min); nil once one was let
-	// through.
+	// through, or turned away for the gang's own state, or held.
 	Waits refusal.Refusal
 	// Held are the admission checks holding it back: holder -> why.
 	Held map[string]refusal.Refusal
@@ -208,6 +208,7 @@ func (s *State) heldLocked(g *gangEntry, holder string, why refusal.Refusal) (ch
 			s.releasedLocked(g, later)
 		}
 	}
+	g.waits = nil // a held gang waits for its queue, not for another gang
 	old, had := g.held[holder]
 	g.held[holder] = why
 	if had && old.String() == why.String() {
@@ -269,4 +270,16 @@ func waitingSince(g *gangEntry) time.Time {
 		return g.waitSince
 	}
 	return g.group.CreationTimestamp.Time
+}
+
+// RecordBackoff notes, in a read-only state, a gang's backoff as the
+// running scheduler wrote it on its PodGroup: only the scheduler knows it,
+// and a gang backing off keeps nobody's elastic pods waiting. A state that
+// schedules keeps its own.
+func (s *State) RecordBackoff(k gang.Key, until time.Time, after string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.gangs[k]; g != nil && s.settings.ReadOnly {
+		g.backoffUntil, g.lastFailure = until, after
+	}
 }
