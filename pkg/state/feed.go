@@ -17,21 +17,27 @@ import (
 
 // ensurePodLocked returns a pod's entry, recording the pod first if the
 // state has not seen it yet: the scheduler's own informer handler can run
-// before the state's. A pod the informer no longer has was deleted (and
-// its delete already delivered, or about to be): it gets an entry to be
-// judged by, which is not recorded, so it cannot come back as a ghost.
+// before the state's. What is recorded is the informer's copy, as the
+// state's own handler would record it: the pod kube-scheduler hands to
+// Reserve is its assumed copy, already showing the node it is reserved on,
+// which recorded would read as bound there. A pod the informer no longer
+// has was deleted (and its delete already delivered, or about to be): it
+// gets an entry to be judged by, which is not recorded, so it cannot come
+// back as a ghost.
 func (s *State) ensurePodLocked(pod *corev1.Pod) (e *podEntry, recorded bool) {
 	if e := s.pods[pod.UID]; e != nil {
 		return e, true
 	}
-	owner := func() map[string]string { return s.kube.owners.Labels(pod) }
 	if s.kube.pods != nil {
-		if cur, err := s.kube.pods.Pods(pod.Namespace).Get(pod.Name); err != nil || cur.UID != pod.UID {
-			e := &podEntry{pod: pod, owner: owner()}
+		cur, err := s.kube.pods.Pods(pod.Namespace).Get(pod.Name)
+		if err != nil || cur.UID != pod.UID {
+			e := &podEntry{pod: pod, owner: s.kube.owners.Labels(pod)}
 			e.Facts = s.factsLocked(pod, e.owner)
 			return e, false
 		}
+		pod = cur
 	}
+	owner := func() map[string]string { return s.kube.owners.Labels(pod) }
 	return s.upsertPodLocked(pod, owner), true
 }
 

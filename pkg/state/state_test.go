@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -231,5 +233,32 @@ func TestProspectOnlyReads(t *testing.T) {
 	}
 	if g, _ := s.GangStatus("ns/g"); g.Members != 0 {
 		t.Errorf("the gang has %d members after a read, want 0", g.Members)
+	}
+}
+
+// TestReserveRecordsTheInformersCopy: a pod first met at Reserve (the
+// state's informer handler not run yet) is recorded as the informer has
+// it, not as kube-scheduler's assumed copy, which already names the node:
+// recorded from that copy it read as bound there before it was, and kept
+// the wrong node's model once it was bound elsewhere.
+func TestReserveRecordsTheInformersCopy(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	p := builder.MakePod("ns", "p").Label(v1alpha1.QueueLabel, "q").GPU(1).Obj()
+	p.UID = "p"
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := indexer.Add(p); err != nil {
+		t.Fatal(err)
+	}
+	s.kube.pods = corelisters.NewPodLister(indexer)
+	assumed := p.DeepCopy()
+	assumed.Spec.NodeName = "n"
+	if st := s.Reserve(assumed, "n"); !st.IsSuccess() {
+		t.Fatalf("Reserve: %v", st)
+	}
+	placed := s.PlacedIn("q")
+	if len(placed) != 1 || placed[0].Bound || placed[0].Node != "n" {
+		t.Fatalf("placed %+v, want p reserved on n and not bound", placed)
 	}
 }
