@@ -33,12 +33,12 @@ func (s *State) Gang(k gang.Key) (GangView, bool) {
 	return GangView{Key: k, Group: g.group, Members: len(g.members), Placed: len(g.placed)}, true
 }
 
-// MinToAdmit starts an admission check of a gang's pod (the quota plugins'
+// minToAdmit starts an admission check of a gang's pod (the quota plugins'
 // PreEnqueue): it returns the pod's gang and how many more placed pods its
 // min needs, or 0 when there is nothing to check: no gang, no PodGroup (the
 // gang plugin says so), or its min placed, which ends holder's hold. Before
 // the state has synced, st turns the pod away until it has (Defer).
-func (s *State) MinToAdmit(pod *corev1.Pod, holder string) (v GangView, missing int, st *fwk.Status) {
+func (s *State) minToAdmit(pod *corev1.Pod, holder string) (v GangView, missing int, st *fwk.Status) {
 	k, ok := gang.Of(pod)
 	if !ok {
 		return GangView{}, 0, nil
@@ -83,7 +83,7 @@ type QuotaAdmission struct {
 // a hold it records sets off (wake-ups, events) happens later, through the
 // outbox.
 func (s *State) AdmitToQuota(pod *corev1.Pod, a QuotaAdmission) *fwk.Status {
-	v, missing, st := s.MinToAdmit(pod, a.Holder)
+	v, missing, st := s.minToAdmit(pod, a.Holder)
 	if st != nil || missing == 0 {
 		return st
 	}
@@ -214,6 +214,10 @@ func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 	s.releasedLocked(g, splitHolder)
 	return s.gangIncompleteLocked(g, k)
 }
+
+// split tells whether a gang's pods cannot be admitted as one gang: some
+// name another scheduler, or they resolve to different queues.
+func (g *gangEntry) split() bool { return len(g.foreign) > 0 || len(g.queues) > 1 }
 
 // splitLocked says why a gang's pods cannot be admitted as one gang, or nil.
 func splitLocked(g *gangEntry, scheduler string) refusal.Refusal {

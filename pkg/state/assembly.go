@@ -331,7 +331,7 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 	if g.needsMin() && len(g.members) >= g.min() {
 		s.awaitingMin.Insert(k)
 	}
-	admissible := g.group != nil && len(g.members) >= g.min() && splitLocked(g, s.settings.SchedulerName) == nil
+	admissible := g.group != nil && len(g.members) >= g.min() && !g.split()
 	if admissible && !g.admissible {
 		s.releasedLocked(g, splitHolder)
 		s.wakePendingLocked(g)

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -240,4 +241,43 @@ func TestVolcanoAliases(t *testing.T) {
 		return e.Regarding.Name == "vj" && e.Reason == "GangHeldByCardQuota" &&
 			strings.Contains(e.Note, "queue volcano has insufficient NVIDIA-H200 quota: requested 2, would use 4, capability 2")
 	})
+}
+
+// TestCardRequestShareRoundsDown: what the missing members of a gang's min
+// need of its PodGroup's card request is their share rounded down, so
+// admission never holds for good a gang whose missing pod fits (SPEC §1.2,
+// §3.4). A gang of a 2-card and a 1-card pod asks for 3 cards, all its
+// queue's capability; its 1-card pod, deleted and created again, finds 1
+// card left and binds (a share rounded up, 2 cards, would hold it forever),
+// and the queue never goes past its capability.
+func TestCardRequestShareRoundsDown(t *testing.T) {
+	createQueue(t, builder.MakeQueue("share").Card(h200, 0, 3).Obj())
+	ns := createNamespaceInQueue(t, "card-share", "share")
+	createNodes(t, gpuNodes("cs", 1, 4)...)
+	startScheduler(t)
+
+	createPodGroup(t, ns, "g", 2)
+	pg, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), "g", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Annotations = map[string]string{v1alpha1.CardRequestAnnotation: `{"NVIDIA-H200":3}`}
+	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Update(context.Background(), pg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createPods(t, gangPod(ns, "g", 0, 2), gangPod(ns, "g", 1, 1))
+	waitBound(t, ns, "g-0", "g-1")
+
+	deletePod(t, ns, "g-1")
+	err = wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := env.kube.CoreV1().Pods(ns).Get(ctx, "g-1", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("g-1 not gone: %v", err)
+	}
+	createPods(t, gangPod(ns, "g", 1, 1))
+	waitBound(t, ns, "g-1")
+	waitQueueCards(t, "share", map[string]int32{h200: 3})
+	holdBoundAtMost(t, ns, 2)
 }
