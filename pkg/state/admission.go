@@ -26,7 +26,7 @@ type GangView struct {
 func (s *State) Gang(k gang.Key) (GangView, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	g := s.gangs[k]
+	g := s.books.gangs[k]
 	if g == nil || g.group == nil {
 		return GangView{Key: k}, false
 	}
@@ -158,7 +158,7 @@ func (s *State) holdLocked(pod *corev1.Pod, g *gangEntry, holder string, why ref
 func (s *State) Release(k gang.Key, holder string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g := s.gangs[k]; g != nil {
+	if g := s.books.gangs[k]; g != nil {
 		s.releasedLocked(g, holder)
 	}
 }
@@ -170,7 +170,7 @@ func (s *State) Release(k gang.Key, holder string) {
 func (s *State) Defer(pod *corev1.Pod) *fwk.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.deferred[pod.UID] = pod
+	s.waits.deferred[pod.UID] = pod
 	return refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.Loading{})
 }
 
@@ -194,10 +194,10 @@ func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ensurePodLocked(pod)
-	g := s.gangs[k]
+	g := s.books.gangs[k]
 	if g == nil || g.group == nil {
 		st := s.gangIncompleteLocked(g, k)
-		if s.missing[podGroupsAPI] != "" {
+		if s.wiring.missing[podGroupsAPI] != "" {
 			// kube-scheduler records no event for a pod PreEnqueue turns away.
 			s.reportLocked(podRef(pod), "PodGroupsUnreadable", "Admission", st.Message())
 		}
@@ -245,7 +245,7 @@ func podGroupRef(g *gangEntry) *corev1.ObjectReference {
 func (s *State) PodGroupRef(k gang.Key) *corev1.ObjectReference {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if g := s.gangs[k]; g != nil {
+	if g := s.books.gangs[k]; g != nil {
 		return podGroupRef(g)
 	}
 	return podGroupRef(&gangEntry{key: k})

@@ -105,7 +105,7 @@ func TestSplitGangs(t *testing.T) {
 	if st := s.AdmitGang(p0); st != nil {
 		t.Errorf("with the queue on the PodGroup: %v, want admitted", st)
 	}
-	if g := s.gangs["ns/g"]; len(g.held) > 0 {
+	if g := s.books.gangs["ns/g"]; len(g.held) > 0 {
 		t.Errorf("still held: %v", g.held)
 	}
 
@@ -134,7 +134,7 @@ func TestSplitGangs(t *testing.T) {
 func TestDeferredUntilSynced(t *testing.T) {
 	s, clk := newTestState()
 	synced := false
-	s.sources = []source{{synced: func() bool { return synced }}}
+	s.wiring.sources = []source{{synced: func() bool { return synced }}}
 	s.OnPodGroup(podGroup("g", 1, nil))
 	p := member("g", 0)
 	if st := s.AdmitGang(p); st.Code() != fwk.UnschedulableAndUnresolvable {
@@ -184,7 +184,7 @@ func TestPodGroupUpdatesWakeNobody(t *testing.T) {
 func TestDeletedPodLeavesNoGhost(t *testing.T) {
 	s, _ := newTestState()
 	podIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	s.kube.pods = corelisters.NewPodLister(podIndexer)
+	s.wiring.kube.pods = corelisters.NewPodLister(podIndexer)
 	s.OnQueue(builder.MakeQueue("q").Obj())
 	s.OnPodGroup(podGroup("g", 1, nil))
 	p := member("g", 0)
@@ -199,7 +199,7 @@ func TestDeletedPodLeavesNoGhost(t *testing.T) {
 		t.Error("a deleted pod was reserved")
 	}
 	s.Prospect(p)
-	if _, ok := s.pods[p.UID]; ok {
+	if _, ok := s.books.pods[p.UID]; ok {
 		t.Error("the deleted pod is recorded again")
 	}
 	if u := s.Usage("q"); len(u.Pending) != 0 || len(u.Allocated) != 0 {

@@ -53,11 +53,11 @@ func (s *State) watchMissing(ctx context.Context, api string, inf cache.SharedIn
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.missing[api] != why {
+		if s.wiring.missing[api] != why {
 			logger.Error(err, "Cardinal cannot read an API it uses; pods that need it wait, others are scheduled", "api", api, "why", why)
 		}
-		s.missing[api] = why
-		s.noCRD[api] = apierrors.IsNotFound(err)
+		s.wiring.missing[api] = why
+		s.wiring.noCRD[api] = apierrors.IsNotFound(err)
 	})
 }
 
@@ -65,13 +65,13 @@ func (s *State) watchMissing(ctx context.Context, api string, inf cache.SharedIn
 // informers have listed them at last), creates the default queue once
 // Queues can be read, and wakes the pods that waited.
 func (s *State) foundAPIsLocked() {
-	for _, src := range s.sources {
-		if src.api != "" && s.missing[src.api] != "" && src.synced() {
-			delete(s.missing, src.api)
-			delete(s.noCRD, src.api)
+	for _, src := range s.wiring.sources {
+		if src.api != "" && s.wiring.missing[src.api] != "" && src.synced() {
+			delete(s.wiring.missing, src.api)
+			delete(s.wiring.noCRD, src.api)
 			klog.Background().Info("Cardinal can read an API it was missing", "api", src.api)
-			if src.api == queuesAPI && s.kube.ensureDefaultQueue != nil {
-				go s.kube.ensureDefaultQueue()
+			if src.api == queuesAPI && s.wiring.kube.ensureDefaultQueue != nil {
+				go s.wiring.kube.ensureDefaultQueue()
 			}
 			s.wakeWaitingForLocked(src.api)
 		}
@@ -84,7 +84,7 @@ func (s *State) foundAPIsLocked() {
 // comes back rarely: this walks every pod.
 func (s *State) wakeWaitingForLocked(api string) {
 	var pods []*corev1.Pod
-	for _, e := range s.pods {
+	for _, e := range s.books.pods {
 		if !e.placed() && (api != podGroupsAPI || e.Gang != "") {
 			pods = append(pods, e.pod)
 		}
@@ -97,12 +97,12 @@ func (s *State) wakeWaitingForLocked(api string) {
 // no Queue can limit it. Refused the right to read Queues, the state
 // cannot tell whether one does, and its pods wait too.
 func (s *State) defaultQueueStandsInLocked(name string) bool {
-	return name == s.settings.DefaultQueue && s.noCRD[queuesAPI]
+	return name == s.settings.DefaultQueue && s.wiring.noCRD[queuesAPI]
 }
 
 // QueuesUnreadable says why Queues cannot be read, or "" if they can.
 func (s *State) QueuesUnreadable() string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.missing[queuesAPI]
+	return s.wiring.missing[queuesAPI]
 }

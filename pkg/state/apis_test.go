@@ -28,7 +28,7 @@ func TestMissingAPIs(t *testing.T) {
 			s, _ := newTestState()
 			fw := &fakeFramework{}
 			listed := map[string]bool{podGroupsAPI: tc.missing != podGroupsAPI, queuesAPI: tc.missing != queuesAPI}
-			s.sources = []source{
+			s.wiring.sources = []source{
 				{api: podGroupsAPI, synced: func() bool { return listed[podGroupsAPI] }},
 				{api: queuesAPI, synced: func() bool { return listed[queuesAPI] }},
 				{synced: func() bool { return true }},
@@ -37,7 +37,7 @@ func TestMissingAPIs(t *testing.T) {
 				if s.Synced() {
 					t.Fatal("synced before the API was known to be missing")
 				}
-				s.missing[tc.missing], s.noCRD[tc.missing] = "no CRD", tc.noCRD // as watchMissing records it
+				s.wiring.missing[tc.missing], s.wiring.noCRD[tc.missing] = "no CRD", tc.noCRD // as watchMissing records it
 			}
 			if !s.Synced() {
 				t.Fatal("the state waits for an API that is missing")
@@ -62,8 +62,8 @@ func TestMissingAPIs(t *testing.T) {
 			s.mu.Lock()
 			s.foundAPIsLocked()
 			s.mu.Unlock()
-			if len(s.missing) != 0 {
-				t.Errorf("still missing %v after the APIs listed", s.missing)
+			if len(s.wiring.missing) != 0 {
+				t.Errorf("still missing %v after the APIs listed", s.wiring.missing)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
@@ -23,6 +24,24 @@ import (
 // so there is nobody to wait for in a cycle. A gang that cannot complete
 // (a member fits nowhere, a Permit wait runs out, a bind fails, it loses
 // members) gives back every reservation at once.
+
+// assembly is where gangs stand in getting their min placed: the gang
+// being assembled (at most one with a partial reservation, see above), the
+// gangs whose min is not placed yet, and those bound below their min.
+type assembly struct {
+	// assembling are the gangs with members reserved below their min.
+	assembling sets.Set[gang.Key]
+	// awaitingMin are the gangs with their min of pods, not all placed.
+	awaitingMin sets.Set[gang.Key]
+	// belowMin are the gangs bound below their min (stale.go).
+	belowMin sets.Set[gang.Key]
+	// lastGangWake is when a parked gang was last woken.
+	lastGangWake time.Time
+}
+
+func newAssembly() assembly {
+	return assembly{assembling: sets.New[gang.Key](), awaitingMin: sets.New[gang.Key](), belowMin: sets.New[gang.Key]()}
+}
 
 // Start is the answer to a gang pod's PreFilter.
 type Start struct {
@@ -55,7 +74,7 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 	if !recorded {
 		return Start{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s/%s was deleted", pod.Namespace, pod.Name))
 	}
-	g := s.gangs[k]
+	g := s.books.gangs[k]
 	if g != nil {
 		g.waits = nil // set again below if another gang stands in its way
 	}
@@ -71,12 +90,12 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 	g.waits = blocker
 	if blocker != nil {
 		if start.Elastic {
-			s.parkedElastic[pod.UID] = pod
+			s.waits.parkedElastic[pod.UID] = pod
 		} else {
-			parked := s.parkedGangs[k]
+			parked := s.waits.parkedGangs[k]
 			if parked == nil {
 				parked = map[types.UID]*corev1.Pod{}
-				s.parkedGangs[k] = parked
+				s.waits.parkedGangs[k] = parked
 			}
 			parked[pod.UID] = pod
 		}
@@ -98,7 +117,7 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 // gangIncompleteLocked says why a gang cannot be tried at all: no PodGroup,
 // or fewer live members than its min.
 func (s *State) gangIncompleteLocked(g *gangEntry, k gang.Key) *fwk.Status {
-	if why := s.missing[podGroupsAPI]; why != "" && (g == nil || g.group == nil) {
+	if why := s.wiring.missing[podGroupsAPI]; why != "" && (g == nil || g.group == nil) {
 		return refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.PodGroupUnreadable{Gang: string(k), Why: why})
 	}
 	if g == nil || g.group == nil {
@@ -116,15 +135,15 @@ func (s *State) gangIncompleteLocked(g *gangEntry, k gang.Key) *fwk.Status {
 // need their min), never O(pods).
 func (s *State) blockerLocked(g *gangEntry, elastic bool, now time.Time) refusal.Refusal {
 	if !elastic {
-		for k := range s.assembling {
-			if other := s.gangs[k]; k != g.key && other != nil {
+		for k := range s.assembly.assembling {
+			if other := s.books.gangs[k]; k != g.key && other != nil {
 				return refusal.GangBeingPlaced{Gang: string(k), Placed: len(other.placed), Min: other.min()}
 			}
 		}
 		return nil
 	}
-	for k := range s.awaitingMin {
-		if other := s.gangs[k]; k != g.key && other != nil && s.blocksElasticLocked(other, now) {
+	for k := range s.assembly.awaitingMin {
+		if other := s.books.gangs[k]; k != g.key && other != nil && s.blocksElasticLocked(other, now) {
 			return refusal.ElasticWaits{Gang: string(k), Missing: other.min() - len(other.placed), Min: other.min()}
 		}
 	}
@@ -146,8 +165,8 @@ func (s *State) ReserveAsChecked(pod *corev1.Pod, node string, checked *Checked)
 	defer s.mu.Unlock()
 	// Only the replica that leads schedules: it knows it leads from its
 	// first placement, before the status writers see the lease.
-	if !s.leading.Load() {
-		s.leading.Store(true)
+	if !s.leader.leading.Load() {
+		s.leader.leading.Store(true)
 	}
 	e, recorded := s.ensurePodLocked(pod)
 	if !recorded {
@@ -164,7 +183,7 @@ func (s *State) ReserveAsChecked(pod *corev1.Pod, node string, checked *Checked)
 		return nil
 	}
 	if e.Gang != "" {
-		g := s.gangs[e.Gang]
+		g := s.books.gangs[e.Gang]
 		if g == nil || g.group == nil {
 			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("PodGroup %s was deleted", e.Gang))
 		}
@@ -184,12 +203,12 @@ func (s *State) ReserveAsChecked(pod *corev1.Pod, node string, checked *Checked)
 func (s *State) Unreserve(pod *corev1.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.pods[pod.UID]
+	e := s.books.pods[pod.UID]
 	if e == nil || !e.placed() || e.bound {
 		return
 	}
 	s.unplaceLocked(e)
-	if g := s.gangs[e.Gang]; g != nil && g.needsMin() && e.tryAttempt == g.attempt {
+	if g := s.books.gangs[e.Gang]; g != nil && g.needsMin() && e.tryAttempt == g.attempt {
 		s.failLocked(g, fmt.Sprintf("pod %s gave up its reservation (Permit timeout, rejection or failed bind)", pod.Name), len(g.members) >= g.min())
 	}
 }
@@ -201,11 +220,11 @@ func (s *State) Unreserve(pod *corev1.Pod) {
 func (s *State) StillPlaced(pod *corev1.Pod) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	e := s.pods[pod.UID]
+	e := s.books.pods[pod.UID]
 	if e == nil || !e.placed() {
 		return false
 	}
-	g := s.gangs[e.Gang]
+	g := s.books.gangs[e.Gang]
 	return g == nil || e.tryAttempt == g.attempt
 }
 
@@ -220,7 +239,7 @@ func (s *State) Permit(pod *corev1.Pod) (wait bool, timeout time.Duration, allow
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	g := s.gangs[k]
+	g := s.books.gangs[k]
 	if g == nil || g.group == nil {
 		return false, 0, nil, ""
 	}
@@ -259,7 +278,7 @@ func allowReservedLocked(g *gangEntry) []types.UID {
 func (s *State) FailGang(k gang.Key, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g := s.gangs[k]; g != nil {
+	if g := s.books.gangs[k]; g != nil {
 		s.failLocked(g, reason, true)
 	}
 }
@@ -308,11 +327,11 @@ func (s *State) failLocked(g *gangEntry, reason string, backoff bool) {
 func (s *State) wakeGang(k gang.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.gangs[k]
+	g := s.books.gangs[k]
 	if g == nil {
 		return
 	}
-	delete(s.parkedGangs, k)
+	delete(s.waits.parkedGangs, k)
 	s.activateLocked(pending(g))
 	s.noteGangLocked(k)
 }
@@ -322,14 +341,14 @@ func (s *State) wakeGang(k gang.Key) {
 // forgets a gang nothing is left of.
 func (s *State) refreshGangLocked(g *gangEntry) {
 	k := g.key
-	wasAssembling, wasNeeding := s.assembling.Has(k), s.awaitingMin.Has(k)
-	s.assembling.Delete(k)
-	s.awaitingMin.Delete(k)
+	wasAssembling, wasNeeding := s.assembly.assembling.Has(k), s.assembly.awaitingMin.Has(k)
+	s.assembly.assembling.Delete(k)
+	s.assembly.awaitingMin.Delete(k)
 	if g.needsMin() && g.reserved > 0 {
-		s.assembling.Insert(k)
+		s.assembly.assembling.Insert(k)
 	}
 	if g.needsMin() && len(g.members) >= g.min() {
-		s.awaitingMin.Insert(k)
+		s.assembly.awaitingMin.Insert(k)
 	}
 	admissible := g.group != nil && len(g.members) >= g.min() && !g.split()
 	if admissible && !g.admissible {
@@ -340,16 +359,16 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 	s.observeMinBoundLocked(g)
 	s.watchBelowMinLocked(g)
 	if g.empty() {
-		s.belowMin.Delete(k)
-		delete(s.gangs, k)
-		delete(s.parkedGangs, k)
-		delete(s.notedGangs, k)
-		s.gangCreated.Delete(k)
+		s.assembly.belowMin.Delete(k)
+		delete(s.books.gangs, k)
+		delete(s.waits.parkedGangs, k)
+		delete(s.notes.gangs, k)
+		s.books.gangCreated.Delete(k)
 	}
-	if wasAssembling && !s.assembling.Has(k) {
+	if wasAssembling && !s.assembly.assembling.Has(k) {
 		s.wakeNextGangLocked()
 	}
-	if wasNeeding && !s.awaitingMin.Has(k) {
+	if wasNeeding && !s.assembly.awaitingMin.Has(k) {
 		s.wakeElasticLocked()
 	}
 }
@@ -360,17 +379,17 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 // cannot start (held, backing off, incomplete) is woken too, so its pods
 // wait where they belong, and the next one is tried.
 func (s *State) wakeNextGangLocked() {
-	if s.assembling.Len() > 0 {
+	if s.assembly.assembling.Len() > 0 {
 		return
 	}
 	now := s.clock.Now()
-	for len(s.parkedGangs) > 0 {
+	for len(s.waits.parkedGangs) > 0 {
 		k := s.firstParkedLocked()
-		pods := s.parkedGangs[k]
-		delete(s.parkedGangs, k)
+		pods := s.waits.parkedGangs[k]
+		delete(s.waits.parkedGangs, k)
 		s.activateLocked(maps.Values(pods))
-		s.lastGangWake = now
-		if g := s.gangs[k]; g != nil && s.gangIncompleteLocked(g, k) == nil && s.blocksElasticLocked(g, now) {
+		s.assembly.lastGangWake = now
+		if g := s.books.gangs[k]; g != nil && s.gangIncompleteLocked(g, k) == nil && s.blocksElasticLocked(g, now) {
 			return
 		}
 	}
@@ -384,13 +403,13 @@ func (s *State) firstParkedLocked() gang.Key {
 		priority int32
 		created  time.Time
 	}
-	cands := make([]cand, 0, len(s.parkedGangs))
-	for k, pods := range s.parkedGangs {
+	cands := make([]cand, 0, len(s.waits.parkedGangs))
+	for k, pods := range s.waits.parkedGangs {
 		c := cand{k: k}
 		for _, p := range pods {
 			c.priority = max(c.priority, podPriority(p))
 		}
-		if g := s.gangs[k]; g != nil && g.group != nil {
+		if g := s.books.gangs[k]; g != nil && g.group != nil {
 			c.created = g.group.CreationTimestamp.Time
 		}
 		cands = append(cands, c)
@@ -411,17 +430,17 @@ func (s *State) firstParkedLocked() gang.Key {
 // wakeElasticLocked wakes the parked elastic pods once no gang that needs
 // its min holds them back any more (SPEC §2.4).
 func (s *State) wakeElasticLocked() {
-	if len(s.parkedElastic) == 0 {
+	if len(s.waits.parkedElastic) == 0 {
 		return
 	}
 	now := s.clock.Now()
-	for k := range s.awaitingMin {
-		if g := s.gangs[k]; g != nil && s.blocksElasticLocked(g, now) {
+	for k := range s.assembly.awaitingMin {
+		if g := s.books.gangs[k]; g != nil && s.blocksElasticLocked(g, now) {
 			return
 		}
 	}
-	s.activateLocked(maps.Values(s.parkedElastic))
-	s.parkedElastic = map[types.UID]*corev1.Pod{}
+	s.activateLocked(maps.Values(s.waits.parkedElastic))
+	s.waits.parkedElastic = map[types.UID]*corev1.Pod{}
 }
 
 // backstop is how long parked gangs wait, with nothing being assembled,
@@ -436,14 +455,14 @@ func (s *State) tick() {
 	synced := s.Synced()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.clock.Since(s.lastGangWake) >= backstop {
+	if s.clock.Since(s.assembly.lastGangWake) >= backstop {
 		s.wakeNextGangLocked()
 	}
 	s.expirePreemptionsLocked()
 	s.foundAPIsLocked()
 	s.wakeElasticLocked()
-	if synced && len(s.deferred) > 0 {
-		s.activateLocked(maps.Values(s.deferred))
-		s.deferred = map[types.UID]*corev1.Pod{}
+	if synced && len(s.waits.deferred) > 0 {
+		s.activateLocked(maps.Values(s.waits.deferred))
+		s.waits.deferred = map[types.UID]*corev1.Pod{}
 	}
 }

@@ -34,7 +34,7 @@ type Claim struct {
 // or, for another pod of the same preemptor (any pod of a gang may be one
 // of its min), a claim of the preemptor's on that node, whose room it took.
 func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
-	pr := s.preemptions[PreemptorKeyOf(pod)]
+	pr := s.preemptions.underWay[PreemptorKeyOf(pod)]
 	if pr == nil {
 		return
 	}
@@ -64,17 +64,17 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 	// the node full of the other's nomination until the room expired.
 	if own, had := pr.claims[pod.UID]; had {
 		delete(pr.claims, pod.UID)
-		delete(s.claimOf, pod.UID)
+		delete(s.preemptions.claimOf, pod.UID)
 		own.Pod = c.Pod
 		pr.claims[c.Pod] = own
-		s.claimOf[c.Pod] = pr.key
+		s.preemptions.claimOf[c.Pod] = pr.key
 		s.refreshClaimsLocked(own.Node)
 	}
 	var stale []*corev1.Pod
 	for _, m := range pr.members {
 		if m.UID == c.Pod {
 			stale = append(stale, m)
-			s.unnominated[m.UID] = struct{}{}
+			s.preemptions.unnominated[m.UID] = struct{}{}
 		}
 	}
 	s.out.push(func(fw Framework) { unnominate(fw, stale) })
@@ -85,7 +85,7 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 // preemptor's claims, when pod gives it back (unreserved) while the
 // preemption is under way.
 func (s *State) unuseClaimLocked(pod *corev1.Pod) {
-	pr := s.preemptions[PreemptorKeyOf(pod)]
+	pr := s.preemptions.underWay[PreemptorKeyOf(pod)]
 	if pr == nil {
 		return
 	}
@@ -98,16 +98,16 @@ func (s *State) unuseClaimLocked(pod *corev1.Pod) {
 	// sibling is placed, gone, or has other room now (pod's own, handed
 	// over), in which case pod keeps it as its own.
 	if c.Pod != pod.UID {
-		_, has := s.claimOf[c.Pod]
-		if e := s.pods[c.Pod]; e == nil || e.placed() || has {
+		_, has := s.preemptions.claimOf[c.Pod]
+		if e := s.books.pods[c.Pod]; e == nil || e.placed() || has {
 			c.Pod = pod.UID
 		}
 	}
-	if _, has := s.claimOf[c.Pod]; has {
+	if _, has := s.preemptions.claimOf[c.Pod]; has {
 		return
 	}
 	pr.claims[c.Pod] = c
-	s.claimOf[c.Pod] = pr.key
+	s.preemptions.claimOf[c.Pod] = pr.key
 	s.refreshClaimsLocked(c.Node)
 }
 
@@ -118,14 +118,14 @@ func (s *State) renominatedLocked(pod *corev1.Pod) {
 	if pod.Status.NominatedNodeName == "" {
 		return
 	}
-	if _, ok := s.unnominated[pod.UID]; !ok {
+	if _, ok := s.preemptions.unnominated[pod.UID]; !ok {
 		return
 	}
-	if e := s.pods[pod.UID]; e != nil && e.placed() {
+	if e := s.books.pods[pod.UID]; e != nil && e.placed() {
 		return // placed: kube-scheduler may nominate it where it waits at Permit
 	}
-	if key, ok := s.claimOf[pod.UID]; ok {
-		if pr := s.preemptions[key]; pr != nil && pr.claims[pod.UID].Node == pod.Status.NominatedNodeName {
+	if key, ok := s.preemptions.claimOf[pod.UID]; ok {
+		if pr := s.preemptions.underWay[key]; pr != nil && pr.claims[pod.UID].Node == pod.Status.NominatedNodeName {
 			return // where its room is: nominated anew by a later preemption
 		}
 	}
@@ -134,12 +134,12 @@ func (s *State) renominatedLocked(pod *corev1.Pod) {
 
 // claimDoneLocked drops a member's claim: it was placed, or it is gone.
 func (s *State) claimDoneLocked(uid types.UID) {
-	key, ok := s.claimOf[uid]
+	key, ok := s.preemptions.claimOf[uid]
 	if !ok {
 		return
 	}
-	delete(s.claimOf, uid)
-	pr := s.preemptions[key]
+	delete(s.preemptions.claimOf, uid)
+	pr := s.preemptions.underWay[key]
 	if pr == nil {
 		return
 	}
@@ -147,7 +147,7 @@ func (s *State) claimDoneLocked(uid types.UID) {
 	delete(pr.claims, uid)
 	s.refreshClaimsLocked(c.Node)
 	if len(pr.claims) == 0 && pr.victims.Len() == 0 {
-		delete(s.preemptions, key)
+		delete(s.preemptions.underWay, key)
 	}
 }
 
@@ -183,7 +183,7 @@ func unnominate(fw Framework, pods []*corev1.Pod) {
 // refreshClaimsLocked rebuilds a node's claims for lock-free reading.
 func (s *State) refreshClaimsLocked(node string) {
 	var claims []Claim
-	for _, pr := range s.preemptions {
+	for _, pr := range s.preemptions.underWay {
 		for _, c := range pr.claims {
 			if c.Node == node {
 				claims = append(claims, c)
@@ -191,16 +191,16 @@ func (s *State) refreshClaimsLocked(node string) {
 		}
 	}
 	if len(claims) == 0 {
-		if _, had := s.claimReads.LoadAndDelete(node); had {
-			s.claimNodes.Add(-1)
+		if _, had := s.preemptions.claimReads.LoadAndDelete(node); had {
+			s.preemptions.claimNodes.Add(-1)
 		}
 		return
 	}
 	// Counted before it is stored, so a reader that finds it stored also
 	// finds the count above zero.
-	s.claimNodes.Add(1)
-	if _, had := s.claimReads.Swap(node, claims); had {
-		s.claimNodes.Add(-1)
+	s.preemptions.claimNodes.Add(1)
+	if _, had := s.preemptions.claimReads.Swap(node, claims); had {
+		s.preemptions.claimNodes.Add(-1)
 	}
 }
 
@@ -208,10 +208,10 @@ func (s *State) refreshClaimsLocked(node string) {
 // takes no lock: Filter calls it for every node, and while no room is kept
 // anywhere (almost always) it reads one counter.
 func (s *State) ClaimsOn(node string) []Claim {
-	if s.claimNodes.Load() == 0 {
+	if s.preemptions.claimNodes.Load() == 0 {
 		return nil
 	}
-	if v, ok := s.claimReads.Load(node); ok {
+	if v, ok := s.preemptions.claimReads.Load(node); ok {
 		return v.([]Claim)
 	}
 	return nil

@@ -41,12 +41,12 @@ func (s *State) QueueOf(pod *corev1.Pod) string {
 }
 
 func (s *State) queueOfLocked(pod *corev1.Pod) string {
-	return workload.QueueName(s.podGroupLabelsLocked(pod), pod.Labels, s.namespaces[pod.Namespace], s.settings.DefaultQueue)
+	return workload.QueueName(s.podGroupLabelsLocked(pod), pod.Labels, s.books.namespaces[pod.Namespace], s.settings.DefaultQueue)
 }
 
 func (s *State) podGroupLabelsLocked(pod *corev1.Pod) map[string]string {
 	if k, ok := gang.Of(pod); ok {
-		if g := s.gangs[k]; g != nil && g.group != nil {
+		if g := s.books.gangs[k]; g != nil && g.group != nil {
 			return g.group.Labels
 		}
 	}
@@ -59,7 +59,7 @@ func (s *State) podGroupLabelsLocked(pod *corev1.Pod) map[string]string {
 // PodGroup is deleted and created again), and takes no lock: the
 // scheduling queue calls it under its own, for every comparison.
 func (s *State) GangCreated(k gang.Key) (time.Time, bool) {
-	if v, ok := s.gangCreated.Load(k); ok {
+	if v, ok := s.books.gangCreated.Load(k); ok {
 		return v.(time.Time), true
 	}
 	return time.Time{}, false
@@ -73,9 +73,9 @@ func (s *State) GangCreated(k gang.Key) (time.Time, bool) {
 func (s *State) Prospect(pod *corev1.Pod) Prospect {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	e := s.pods[pod.UID]
+	e := s.books.pods[pod.UID]
 	if e == nil {
-		e = &podEntry{pod: pod, owner: s.kube.owners.Labels(pod)}
+		e = &podEntry{pod: pod, owner: s.wiring.kube.owners.Labels(pod)}
 		e.Facts = s.factsLocked(pod, e.owner)
 	}
 	return s.prospectLocked(e, pod)
@@ -122,7 +122,7 @@ func (s *State) prospectLocked(e *podEntry, pod *corev1.Pod) Prospect {
 	case workload.NonPreemptible:
 		c.NonPreemptible = true
 	case workload.SemiPreemptible:
-		g := s.gangs[e.Gang]
+		g := s.books.gangs[e.Gang]
 		if g == nil || g.group == nil {
 			c.NonPreemptible = true
 			break
@@ -156,7 +156,7 @@ type Charge struct {
 func (s *State) ChargeOf(pod *corev1.Pod) (Charge, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	e := s.pods[pod.UID]
+	e := s.books.pods[pod.UID]
 	if e == nil {
 		return Charge{}, false
 	}

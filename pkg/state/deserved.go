@@ -26,12 +26,12 @@ type deservedCache struct {
 // pending pod that names alternatives asks for each of them, and one that
 // names none asks for every model its queue lists that its resource fits.
 func (s *State) refreshDeservedLocked() {
-	if s.deserved.computed && !s.deserved.dirty {
+	if s.books.deserved.computed && !s.books.deserved.dirty {
 		return
 	}
-	resShares := make([]quota.QueueShare, 0, len(s.queues))
-	cardShares := make([]quota.QueueShare, 0, len(s.queues))
-	for name, q := range s.queues {
+	resShares := make([]quota.QueueShare, 0, len(s.books.queues))
+	cardShares := make([]quota.QueueShare, 0, len(s.books.queues))
+	for name, q := range s.books.queues {
 		if q.spec == nil {
 			continue
 		}
@@ -60,17 +60,17 @@ func (s *State) refreshDeservedLocked() {
 		cardShares = append(cardShares, cs)
 	}
 	total := quota.Resources{}
-	for m, n := range s.cardCapacity {
+	for m, n := range s.books.cardCapacity {
 		total[corev1.ResourceName(m)] = n
 	}
-	s.deserved.resources = quota.Deserved(s.capacity, resShares)
-	s.deserved.cards = map[string]map[string]int64{}
+	s.books.deserved.resources = quota.Deserved(s.books.capacity, resShares)
+	s.books.deserved.cards = map[string]map[string]int64{}
 	for name, d := range quota.Deserved(total, cardShares) {
 		byModel := make(map[string]int64, len(d))
 		for m, n := range d {
 			byModel[string(m)] = n
 		}
-		s.deserved.cards[name] = byModel
+		s.books.deserved.cards[name] = byModel
 	}
-	s.deserved.computed, s.deserved.dirty = true, false
+	s.books.deserved.computed, s.books.deserved.dirty = true, false
 }

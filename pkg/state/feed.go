@@ -25,19 +25,19 @@ import (
 // gets an entry to be judged by, which is not recorded, so it cannot come
 // back as a ghost.
 func (s *State) ensurePodLocked(pod *corev1.Pod) (e *podEntry, recorded bool) {
-	if e := s.pods[pod.UID]; e != nil {
+	if e := s.books.pods[pod.UID]; e != nil {
 		return e, true
 	}
-	if s.kube.pods != nil {
-		cur, err := s.kube.pods.Pods(pod.Namespace).Get(pod.Name)
+	if s.wiring.kube.pods != nil {
+		cur, err := s.wiring.kube.pods.Pods(pod.Namespace).Get(pod.Name)
 		if err != nil || cur.UID != pod.UID {
-			e := &podEntry{pod: pod, owner: s.kube.owners.Labels(pod)}
+			e := &podEntry{pod: pod, owner: s.wiring.kube.owners.Labels(pod)}
 			e.Facts = s.factsLocked(pod, e.owner)
 			return e, false
 		}
 		pod = cur
 	}
-	owner := func() map[string]string { return s.kube.owners.Labels(pod) }
+	owner := func() map[string]string { return s.wiring.kube.owners.Labels(pod) }
 	return s.upsertPodLocked(pod, owner), true
 }
 
@@ -48,7 +48,7 @@ func (s *State) OnPod(pod *corev1.Pod) {
 	if pod.Spec.SchedulerName != s.settings.SchedulerName {
 		_, inGang := gang.Of(pod)
 		s.mu.RLock()
-		_, known := s.foreign[pod.UID]
+		_, known := s.books.foreign[pod.UID]
 		s.mu.RUnlock()
 		if inGang || known {
 			s.mu.Lock()
@@ -60,7 +60,7 @@ func (s *State) OnPod(pod *corev1.Pod) {
 	if pod.DeletionTimestamp != nil && pod.Spec.NodeName != "" && !finished(pod) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.terminatingLocked(pod, func() map[string]string { return s.kube.owners.Labels(pod) })
+		s.terminatingLocked(pod, func() map[string]string { return s.wiring.kube.owners.Labels(pod) })
 		return
 	}
 	if isTerminal(pod) {
@@ -74,7 +74,7 @@ func (s *State) OnPod(pod *corev1.Pod) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	owner := func() map[string]string { return s.kube.owners.Labels(pod) }
+	owner := func() map[string]string { return s.wiring.kube.owners.Labels(pod) }
 	s.upsertPodLocked(pod, owner)
 	s.renominatedLocked(pod)
 }
@@ -98,7 +98,7 @@ func (s *State) podGoneLocked(pod *corev1.Pod) {
 		s.removeForeignLocked(pod)
 		return
 	}
-	e := s.pods[pod.UID]
+	e := s.books.pods[pod.UID]
 	if e == nil {
 		return
 	}
@@ -106,7 +106,7 @@ func (s *State) podGoneLocked(pod *corev1.Pod) {
 	if e.terminating {
 		return // it left its gang when its deletion began
 	}
-	if g := s.gangs[e.Gang]; g != nil && g.group != nil && len(g.members) < g.min() {
+	if g := s.books.gangs[e.Gang]; g != nil && g.group != nil && len(g.members) < g.min() {
 		// A member past its PreFilter but not yet reserved must not reserve
 		// either: failLocked ends the attempt it joined.
 		s.failLocked(g, fmt.Sprintf("it has %d of its minMember %d pods left", len(g.members), g.min()), false)
@@ -129,7 +129,7 @@ func (s *State) OnPodGroup(pg *schedv1alpha1.PodGroup) {
 		// narrowed anew (narrow.go).
 		g.minBound, g.waitSince, g.narrowMissed = "", time.Time{}, false
 	}
-	s.gangCreated.LoadOrStore(g.key, pg.CreationTimestamp.Time)
+	s.books.gangCreated.LoadOrStore(g.key, pg.CreationTimestamp.Time)
 	if old == nil || !maps.Equal(old.Labels, pg.Labels) {
 		s.rederiveGangFactsLocked(g)
 	}
@@ -156,7 +156,7 @@ func (s *State) OnPodGroup(pg *schedv1alpha1.PodGroup) {
 func (s *State) OnPodGroupGone(pg *schedv1alpha1.PodGroup) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.gangs[gang.KeyOf(pg)]
+	g := s.books.gangs[gang.KeyOf(pg)]
 	if g == nil {
 		return
 	}
@@ -209,11 +209,11 @@ func queueRef(q *v1alpha1.Queue) *corev1.ObjectReference {
 // kept under the old one is never used until the Queue is edited.
 func (s *State) reportRenamedModelsLocked(q *v1alpha1.Queue) {
 	var renamed []string
-	if e := s.queues[q.Name]; e != nil && len(s.renamedModels) > 0 {
+	if e := s.books.queues[q.Name]; e != nil && len(s.books.renamedModels) > 0 {
 		for model, c := range e.cards {
 			// A former name that some node carries as its model now is
 			// that model, not a stale name.
-			if now, ok := s.renamedModels[model]; ok && c.Listed && s.cardCapacity[model] == 0 {
+			if now, ok := s.books.renamedModels[model]; ok && c.Listed && s.books.cardCapacity[model] == 0 {
 				renamed = append(renamed, fmt.Sprintf("%s is now named %s", model, now))
 			}
 		}
@@ -233,11 +233,11 @@ func (s *State) reportRenamedModelsLocked(q *v1alpha1.Queue) {
 func (s *State) OnNamespace(ns *corev1.Namespace) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.namespaces[ns.Name]; ok && maps.Equal(old, ns.Labels) {
+	if old, ok := s.books.namespaces[ns.Name]; ok && maps.Equal(old, ns.Labels) {
 		return
 	}
-	s.namespaces[ns.Name] = ns.Labels
-	for _, e := range s.inNamespace[ns.Name] {
+	s.books.namespaces[ns.Name] = ns.Labels
+	for _, e := range s.books.inNamespace[ns.Name] {
 		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}
 }
@@ -245,7 +245,7 @@ func (s *State) OnNamespace(ns *corev1.Namespace) {
 func (s *State) onNamespaceGone(ns *corev1.Namespace) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.namespaces, ns.Name)
+	delete(s.books.namespaces, ns.Name)
 }
 
 // OnNode records a node's card models and tells an operator, through an
@@ -260,11 +260,11 @@ func (s *State) OnNode(node *corev1.Node) {
 	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}
 	s.reportLocked(ref, "UnlabelledCards", "CardModel", unlabelledMessage(node.Name, detected.Unlabelled))
 	for _, c := range detected.Cards {
-		if c.Former == "" || s.renamedModels[c.Former] == c.Model {
+		if c.Former == "" || s.books.renamedModels[c.Former] == c.Model {
 			continue
 		}
-		s.renamedModels[c.Former] = c.Model
-		for _, q := range s.queues {
+		s.books.renamedModels[c.Former] = c.Model
+		for _, q := range s.books.queues {
 			if q.spec != nil && q.cards[c.Former] != nil {
 				s.reportRenamedModelsLocked(q.spec)
 			}

@@ -49,7 +49,7 @@ func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	priority, never := podPriority(pod), neverPreempts(pod)
-	if g := s.gangs[own]; own != "" && g != nil {
+	if g := s.books.gangs[own]; own != "" && g != nil {
 		for _, m := range g.members {
 			priority = min(priority, m.Priority)
 			never = never || neverPreempts(m.pod)
@@ -65,7 +65,7 @@ func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 		out.Note = fmt.Sprintf("counting as free what it may preempt in its queue: elastic pods, and preemptible pods and whole gangs of priority below %d; the rest is non-preemptible or of priority %d or more",
 			priority, priority)
 	}
-	q := s.queues[queue]
+	q := s.books.queues[queue]
 	if q == nil {
 		return out
 	}
@@ -83,7 +83,7 @@ func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 	}
 	gangs := map[gang.Key]*mins{}
 	for _, e := range q.placed {
-		if by, victim := s.victimOf[e.pod.UID]; victim {
+		if by, victim := s.preemptions.victimOf[e.pod.UID]; victim {
 			if by == key {
 				take(e) // already going, for this gang
 			}

@@ -89,10 +89,10 @@ func (g *gangEntry) empty() bool {
 }
 
 func (s *State) gangLocked(k gang.Key) *gangEntry {
-	g := s.gangs[k]
+	g := s.books.gangs[k]
 	if g == nil {
 		g = &gangEntry{key: k, members: map[types.UID]*podEntry{}, foreign: map[types.UID]string{}, queues: map[string]int{}, held: map[string]refusal.Refusal{}}
-		s.gangs[k] = g
+		s.books.gangs[k] = g
 	}
 	return g
 }
@@ -113,7 +113,7 @@ func (s *State) joinGangLocked(e *podEntry) {
 
 // leaveGangLocked takes a pod out of its gang.
 func (s *State) leaveGangLocked(e *podEntry) {
-	g := s.gangs[e.Gang]
+	g := s.books.gangs[e.Gang]
 	if g == nil {
 		return
 	}
@@ -191,7 +191,7 @@ func (s *State) setElasticLocked(e *podEntry, elastic bool) {
 // and forgets it when it leaves (finished, or relabelled out of the gang).
 func (s *State) upsertForeignLocked(pod *corev1.Pod) {
 	k, inGang := gang.Of(pod)
-	if old, known := s.foreign[pod.UID]; known && (old != k || isTerminal(pod)) {
+	if old, known := s.books.foreign[pod.UID]; known && (old != k || isTerminal(pod)) {
 		s.removeForeignLocked(pod)
 	}
 	if !inGang || isTerminal(pod) {
@@ -200,18 +200,18 @@ func (s *State) upsertForeignLocked(pod *corev1.Pod) {
 	g := s.gangLocked(k)
 	if _, known := g.foreign[pod.UID]; !known {
 		g.foreign[pod.UID] = pod.Name + " (" + pod.Spec.SchedulerName + ")"
-		s.foreign[pod.UID] = k
+		s.books.foreign[pod.UID] = k
 		s.refreshGangLocked(g)
 	}
 }
 
 func (s *State) removeForeignLocked(pod *corev1.Pod) {
-	k, known := s.foreign[pod.UID]
+	k, known := s.books.foreign[pod.UID]
 	if !known {
 		return
 	}
-	delete(s.foreign, pod.UID)
-	if g := s.gangs[k]; g != nil {
+	delete(s.books.foreign, pod.UID)
+	if g := s.books.gangs[k]; g != nil {
 		delete(g.foreign, pod.UID)
 		s.refreshGangLocked(g)
 	}

@@ -47,7 +47,7 @@ func (s *State) AfterNarrowingMiss(cs fwk.CycleState, pod *corev1.Pod, statuses 
 	// Recorded here if the state's informer has not delivered it yet, so
 	// that the miss is remembered and the pod woken.
 	if e, recorded := s.ensurePodLocked(pod); recorded && !s.narrowMissedLocked(e) {
-		if g := s.gangs[e.Gang]; e.Gang != "" && g != nil && g.group != nil && g.minBound != boundKey(g.group) {
+		if g := s.books.gangs[e.Gang]; e.Gang != "" && g != nil && g.group != nil && g.minBound != boundKey(g.group) {
 			// Its siblings, those to come too, are most likely kept from
 			// the same nodes alike (one template): they are tried on
 			// every node too, until the min they wait for is bound. A
@@ -72,7 +72,7 @@ func (s *State) AfterNarrowingMiss(cs fwk.CycleState, pod *corev1.Pod, statuses 
 // narrowMissedLocked tells whether a cycle narrowed to one model missed
 // the pod, or a pod of its gang, before.
 func (s *State) narrowMissedLocked(e *podEntry) bool {
-	if g := s.gangs[e.Gang]; e.Gang != "" && g != nil && g.narrowMissed {
+	if g := s.books.gangs[e.Gang]; e.Gang != "" && g != nil && g.narrowMissed {
 		return true
 	}
 	return e.narrowMissed
@@ -84,7 +84,7 @@ func (s *State) rewakeLocked(pod *corev1.Pod) {
 	s.clock.AfterFunc(rewakeAfter, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if e := s.pods[pod.UID]; e != nil && !e.placed() {
+		if e := s.books.pods[pod.UID]; e != nil && !e.placed() {
 			s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
 		}
 	})

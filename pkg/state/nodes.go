@@ -26,12 +26,12 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 	detected = cardmodel.Detect(node)
 	alloc := quota.FromList(node.Status.Allocatable)
 	delete(alloc, corev1.ResourcePods)
-	old := s.nodes[node.Name]
+	old := s.books.nodes[node.Name]
 	if old != nil && old.models.Equal(detected) {
 		if !maps.Equal(old.allocatable, alloc) {
-			s.nodesGen.Add(1) // which resources go unlabelled may change
-			s.capacity.Sub(old.allocatable)
-			s.capacity.Add(alloc)
+			s.books.nodesGen.Add(1) // which resources go unlabelled may change
+			s.books.capacity.Sub(old.allocatable)
+			s.books.capacity.Add(alloc)
 			s.countCarriersLocked(old.allocatable, -1)
 			s.countCarriersLocked(alloc, 1)
 			old.allocatable = alloc
@@ -40,7 +40,7 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 		return detected, false
 	}
 	if old != nil {
-		s.capacity.Sub(old.allocatable)
+		s.books.capacity.Sub(old.allocatable)
 		for _, c := range old.models.Cards {
 			s.addCardCapacityLocked(c.Model, -c.Count)
 		}
@@ -49,21 +49,21 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 	}
 	s.countNodeCardsLocked(node.Name, detected, 1)
 	s.countCarriersLocked(alloc, 1)
-	s.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
-	s.nodesGen.Add(1) // NodeViews are made anew on their next read
-	s.capacity.Add(alloc)
+	s.books.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
+	s.books.nodesGen.Add(1) // NodeViews are made anew on their next read
+	s.books.capacity.Add(alloc)
 	var learned []corev1.ResourceName
 	for _, c := range detected.Cards {
 		s.addCardCapacityLocked(c.Model, c.Count)
 		if !s.isCardResourceLocked(c.Resource) {
 			learned = append(learned, c.Resource)
 		}
-		s.cardResources[c.Resource] = true
+		s.books.cardResources[c.Resource] = true
 	}
 	if len(learned) > 0 {
 		s.learnedCardResourcesLocked(learned)
 	}
-	for _, e := range s.podsOn[node.Name] {
+	for _, e := range s.books.podsOn[node.Name] {
 		s.chargeLocked(e, -1)
 		e.cards = s.podCardsLocked(e)
 		s.chargeLocked(e, 1)
@@ -78,7 +78,7 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 // label): they now use cards (SPEC §1.4), whenever the node arrived. A new
 // kind of card is rare, so the pass over all pods is too.
 func (s *State) learnedCardResourcesLocked(resources []corev1.ResourceName) {
-	for _, e := range s.pods {
+	for _, e := range s.books.pods {
 		req := quota.PodRequests(e.pod)
 		for _, r := range resources {
 			if _, asks := req[r]; asks {
@@ -92,18 +92,18 @@ func (s *State) learnedCardResourcesLocked(resources []corev1.ResourceName) {
 // deleteNodeLocked forgets a node. Pods still placed on it keep their
 // charge until they are deleted: nothing charged is lost.
 func (s *State) deleteNodeLocked(name string) {
-	old := s.nodes[name]
+	old := s.books.nodes[name]
 	if old == nil {
 		return
 	}
-	s.capacity.Sub(old.allocatable)
+	s.books.capacity.Sub(old.allocatable)
 	for _, c := range old.models.Cards {
 		s.addCardCapacityLocked(c.Model, -c.Count)
 	}
 	s.countNodeCardsLocked(name, old.models, -1)
 	s.countCarriersLocked(old.allocatable, -1)
-	delete(s.nodes, name)
-	s.nodesGen.Add(1)
+	delete(s.books.nodes, name)
+	s.books.nodesGen.Add(1)
 	s.notifyLocked()
 }
 
@@ -117,11 +117,11 @@ type cardKey struct {
 // the nodes of each card resource and model it carries.
 func (s *State) countNodeCardsLocked(name string, n cardmodel.Node, sign int) {
 	add := func(r corev1.ResourceName, model string) {
-		delete(s.modelLists, cardKey{r, model})
-		byModel := s.nodesByCard[r]
+		delete(s.books.modelLists, cardKey{r, model})
+		byModel := s.books.nodesByCard[r]
 		if byModel == nil {
 			byModel = map[string]map[string]struct{}{}
-			s.nodesByCard[r] = byModel
+			s.books.nodesByCard[r] = byModel
 		}
 		names := byModel[model]
 		if names == nil {
@@ -135,7 +135,7 @@ func (s *State) countNodeCardsLocked(name string, n cardmodel.Node, sign int) {
 		if delete(names, name); len(names) == 0 {
 			delete(byModel, model)
 			if len(byModel) == 0 {
-				delete(s.nodesByCard, r)
+				delete(s.books.nodesByCard, r)
 			}
 		}
 	}
@@ -156,8 +156,8 @@ func (s *State) countCarriersLocked(alloc quota.Resources, sign int) {
 		if v <= 0 {
 			continue
 		}
-		if s.carriers[r] += sign; s.carriers[r] <= 0 {
-			delete(s.carriers, r)
+		if s.books.carriers[r] += sign; s.books.carriers[r] <= 0 {
+			delete(s.books.carriers, r)
 		}
 	}
 }
@@ -171,14 +171,14 @@ func (s *State) ModelsCarrying(resource corev1.ResourceName) (models []string, u
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	labelled := 0
-	for m, names := range s.nodesByCard[resource] {
+	for m, names := range s.books.nodesByCard[resource] {
 		if m == "" {
 			continue
 		}
 		labelled += len(names)
 		models = append(models, m)
 	}
-	return models, len(s.nodesByCard[resource][""]) > 0 || s.carriers[resource] > labelled, len(s.nodes)
+	return models, len(s.books.nodesByCard[resource][""]) > 0 || s.books.carriers[resource] > labelled, len(s.books.nodes)
 }
 
 // NodesOf returns the nodes that carry card resource under model, as last
@@ -188,25 +188,25 @@ func (s *State) ModelsCarrying(resource corev1.ResourceName) (models []string, u
 func (s *State) NodesOf(resource corev1.ResourceName, model string) []string {
 	k := cardKey{resource, model}
 	s.mu.RLock()
-	list, ok := s.modelLists[k]
-	none := len(s.nodesByCard[resource][model]) == 0
+	list, ok := s.books.modelLists[k]
+	none := len(s.books.nodesByCard[resource][model]) == 0
 	s.mu.RUnlock()
 	if ok || none {
 		return list
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if list, ok := s.modelLists[k]; ok {
+	if list, ok := s.books.modelLists[k]; ok {
 		return list
 	}
-	list = slices.Sorted(maps.Keys(s.nodesByCard[resource][model]))
-	s.modelLists[k] = list
+	list = slices.Sorted(maps.Keys(s.books.nodesByCard[resource][model]))
+	s.books.modelLists[k] = list
 	return list
 }
 
 func (s *State) addCardCapacityLocked(model string, n int64) {
-	if s.cardCapacity[model] += n; s.cardCapacity[model] <= 0 {
-		delete(s.cardCapacity, model)
+	if s.books.cardCapacity[model] += n; s.books.cardCapacity[model] <= 0 {
+		delete(s.books.cardCapacity, model)
 	}
 }
 
@@ -216,13 +216,13 @@ func (s *State) addCardCapacityLocked(model string, n int64) {
 // that keep changing while Filter runs cost a lookup each, not a map of
 // every node each.
 func (s *State) Node(name string) (cardmodel.Node, bool) {
-	if v := s.views.Load(); v != nil && v.gen == s.nodesGen.Load() {
+	if v := s.books.views.Load(); v != nil && v.gen == s.books.nodesGen.Load() {
 		n, ok := v.nodes[name]
 		return n, ok
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if e := s.nodes[name]; e != nil {
+	if e := s.books.nodes[name]; e != nil {
 		return e.models, true
 	}
 	return cardmodel.Node{}, false
@@ -242,27 +242,27 @@ type nodeViews struct {
 // after a node came, went, changed models or allocatable; CardinalCardQuota
 // calls it once a cycle, in PreFilter, however often nodes change.
 func (s *State) NodeViews() (map[string]cardmodel.Node, uint64) {
-	if v := s.views.Load(); v != nil && v.gen == s.nodesGen.Load() {
+	if v := s.books.views.Load(); v != nil && v.gen == s.books.nodesGen.Load() {
 		return v.nodes, v.gen
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	gen := s.nodesGen.Load() // moves only under the lock
-	if v := s.views.Load(); v != nil && v.gen == gen {
+	gen := s.books.nodesGen.Load() // moves only under the lock
+	if v := s.books.views.Load(); v != nil && v.gen == gen {
 		return v.nodes, gen
 	}
-	nodes := make(map[string]cardmodel.Node, len(s.nodes))
-	for name, e := range s.nodes {
+	nodes := make(map[string]cardmodel.Node, len(s.books.nodes))
+	for name, e := range s.books.nodes {
 		nodes[name] = e.models
 	}
-	s.views.Store(&nodeViews{gen: gen, nodes: nodes})
+	s.books.views.Store(&nodeViews{gen: gen, nodes: nodes})
 	return nodes, gen
 }
 
 // NodesGeneration changes whenever a node is added or removed or its card
 // models change: what a cycle read of the nodes at one generation holds
 // while it lasts.
-func (s *State) NodesGeneration() uint64 { return s.nodesGen.Load() }
+func (s *State) NodesGeneration() uint64 { return s.books.nodesGen.Load() }
 
 // WaitForNode registers pod, refused on a node whose card resources the
 // scheduler's snapshot shows but the state does not yet (carried: a node
@@ -273,7 +273,7 @@ func (s *State) NodesGeneration() uint64 { return s.nodesGen.Load() }
 func (s *State) WaitForNode(pod *corev1.Pod, queue, node string, carried []corev1.ResourceName) (current bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.nodes[node]; e != nil && !slices.ContainsFunc(carried, func(r corev1.ResourceName) bool { return !e.models.Carries(r) }) {
+	if e := s.books.nodes[node]; e != nil && !slices.ContainsFunc(carried, func(r corev1.ResourceName) bool { return !e.models.Carries(r) }) {
 		return true
 	}
 	s.waitForRoomLocked(pod, queue, true)
@@ -288,9 +288,9 @@ func (s *State) IsCardResource(name corev1.ResourceName) bool {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.cardResources[name]
+	return s.books.cardResources[name]
 }
 
 func (s *State) isCardResourceLocked(name corev1.ResourceName) bool {
-	return cardmodel.IsCardResource(name) || s.cardResources[name]
+	return cardmodel.IsCardResource(name) || s.books.cardResources[name]
 }

@@ -94,7 +94,7 @@ func TestNodeViews(t *testing.T) {
 	if n, ok := s.Node("b"); !ok || n.ModelOf(builder.GPUResource) != h200 {
 		t.Errorf("Node after a relabel: %v %v", n.ModelOf(builder.GPUResource), ok)
 	}
-	if reflect.ValueOf(s.views.Load().nodes).Pointer() != reflect.ValueOf(current).Pointer() {
+	if reflect.ValueOf(s.books.views.Load().nodes).Pointer() != reflect.ValueOf(current).Pointer() {
 		t.Errorf("Node made the views anew")
 	}
 }

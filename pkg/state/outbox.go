@@ -112,10 +112,10 @@ func pending(g *gangEntry) iter.Seq[*corev1.Pod] {
 
 // allowLocked lets pods waiting at Permit for the gang plugin bind, later.
 func (s *State) allowLocked(uids []types.UID) {
-	if len(uids) == 0 || s.permitPlugin == "" {
+	if len(uids) == 0 || s.wiring.permitPlugin == "" {
 		return
 	}
-	plugin := s.permitPlugin
+	plugin := s.wiring.permitPlugin
 	s.out.push(func(fw Framework) {
 		for _, uid := range uids {
 			if wp := fw.GetWaitingPod(uid); wp != nil {
@@ -130,7 +130,7 @@ func (s *State) rejectLocked(uids []types.UID, msg string) {
 	if len(uids) == 0 {
 		return
 	}
-	plugin := s.permitPlugin
+	plugin := s.wiring.permitPlugin
 	s.out.push(func(fw Framework) {
 		for _, uid := range uids {
 			if wp := fw.GetWaitingPod(uid); wp != nil {

@@ -37,7 +37,7 @@ func (f *activatorFramework) Activate(logger klog.Logger, pods map[string]*corev
 func TestOutboxWaitsForSync(t *testing.T) {
 	s, _ := newTestState()
 	var synced atomic.Bool
-	s.sources = []source{{synced: synced.Load}}
+	s.wiring.sources = []source{{synced: synced.Load}}
 	fw := &activatorFramework{set: &synced}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

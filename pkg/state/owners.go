@@ -82,7 +82,7 @@ func (s *State) ownerChanged(owner metav1.Object) {
 	defer s.mu.Unlock()
 	controllers := []types.UID{owner.GetUID()}
 	ns, everything := owner.GetNamespace(), labels.Everything()
-	if l := s.kube.owners.ReplicaSets; l != nil {
+	if l := s.wiring.kube.owners.ReplicaSets; l != nil {
 		if rss, err := l.ReplicaSets(ns).List(everything); err == nil {
 			for _, rs := range rss {
 				if c := metav1.GetControllerOfNoCopy(rs); c != nil && c.UID == owner.GetUID() {
@@ -91,7 +91,7 @@ func (s *State) ownerChanged(owner metav1.Object) {
 			}
 		}
 	}
-	if l := s.kube.owners.Jobs; l != nil {
+	if l := s.wiring.kube.owners.Jobs; l != nil {
 		if jobs, err := l.Jobs(ns).List(everything); err == nil {
 			for _, j := range jobs {
 				if c := metav1.GetControllerOfNoCopy(j); c != nil && c.UID == owner.GetUID() {
@@ -101,8 +101,8 @@ func (s *State) ownerChanged(owner metav1.Object) {
 		}
 	}
 	for _, uid := range controllers {
-		for _, e := range s.podsByController[uid] {
-			e.owner = s.kube.owners.Labels(e.pod)
+		for _, e := range s.books.podsByController[uid] {
+			e.owner = s.wiring.kube.owners.Labels(e.pod)
 			s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 		}
 	}
@@ -115,8 +115,8 @@ func (s *State) ownerChanged(owner metav1.Object) {
 func (s *State) controllerSeen(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range s.podsByController[uid] {
-		e.owner = s.kube.owners.Labels(e.pod)
+	for _, e := range s.books.podsByController[uid] {
+		e.owner = s.wiring.kube.owners.Labels(e.pod)
 		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}
 }
@@ -131,7 +131,7 @@ func (s *State) ownerUnseenLocked(pod *corev1.Pod) string {
 	if pod.Spec.NodeName != "" || metav1.GetControllerOfNoCopy(pod) == nil {
 		return ""
 	}
-	_, unseen := s.kube.owners.Walk(pod)
+	_, unseen := s.wiring.kube.owners.Walk(pod)
 	return unseen
 }
 
@@ -150,7 +150,7 @@ func (s *State) AwaitOwner(pod *corev1.Pod) string {
 		return unseen // deleted meanwhile, or placed: nothing to wait for
 	}
 	if unseen != e.OwnerUnseen {
-		e.owner = s.kube.owners.Labels(e.pod)
+		e.owner = s.wiring.kube.owners.Labels(e.pod)
 		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}
 	s.waitForOwnerLocked(e, unseen)
@@ -160,20 +160,20 @@ func (s *State) AwaitOwner(pod *corev1.Pod) string {
 // waitForOwnerLocked files a pod as waiting for owner ("": for none), out
 // of where it waited before.
 func (s *State) waitForOwnerLocked(e *podEntry, owner string) {
-	if w := s.waitingOwner[e.waitsFor]; w != nil {
+	if w := s.waits.owner[e.waitsFor]; w != nil {
 		delete(w, e.pod.UID)
 		if len(w) == 0 {
-			delete(s.waitingOwner, e.waitsFor)
+			delete(s.waits.owner, e.waitsFor)
 		}
 	}
 	e.waitsFor = owner
 	if owner == "" {
 		return
 	}
-	w := s.waitingOwner[owner]
+	w := s.waits.owner[owner]
 	if w == nil {
 		w = map[types.UID]*corev1.Pod{}
-		s.waitingOwner[owner] = w
+		s.waits.owner[owner] = w
 	}
 	w[e.pod.UID] = e.pod
 }
@@ -199,7 +199,7 @@ func (s *State) ownerSeen(obj any, o metav1.Object) {
 	}
 	key := kind + " " + o.GetNamespace() + "/" + o.GetName()
 	s.mu.RLock()
-	none := len(s.waitingOwner[key]) == 0
+	none := len(s.waits.owner[key]) == 0
 	s.mu.RUnlock()
 	if none {
 		return
@@ -207,19 +207,19 @@ func (s *State) ownerSeen(obj any, o metav1.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var woken []*corev1.Pod
-	for uid := range s.waitingOwner[key] {
-		e := s.pods[uid]
+	for uid := range s.waits.owner[key] {
+		e := s.books.pods[uid]
 		if e == nil {
 			continue
 		}
 		s.waitForOwnerLocked(e, "")
 		if !e.placed() {
-			e.owner = s.kube.owners.Labels(e.pod)
+			e.owner = s.wiring.kube.owners.Labels(e.pod)
 			s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 			woken = append(woken, e.pod)
 		}
 	}
-	delete(s.waitingOwner, key)
+	delete(s.waits.owner, key)
 	s.activateLocked(slices.Values(woken))
 }
 
@@ -233,10 +233,10 @@ func controllerUID(e *podEntry) types.UID {
 
 func (s *State) indexControllerLocked(e *podEntry) {
 	if uid := controllerUID(e); uid != "" {
-		byPod := s.podsByController[uid]
+		byPod := s.books.podsByController[uid]
 		if byPod == nil {
 			byPod = map[types.UID]*podEntry{}
-			s.podsByController[uid] = byPod
+			s.books.podsByController[uid] = byPod
 		}
 		byPod[e.pod.UID] = e
 	}
@@ -244,10 +244,10 @@ func (s *State) indexControllerLocked(e *podEntry) {
 
 func (s *State) unindexControllerLocked(e *podEntry) {
 	uid := controllerUID(e)
-	if byPod := s.podsByController[uid]; byPod != nil {
+	if byPod := s.books.podsByController[uid]; byPod != nil {
 		delete(byPod, e.pod.UID)
 		if len(byPod) == 0 {
-			delete(s.podsByController, uid)
+			delete(s.books.podsByController, uid)
 		}
 	}
 }

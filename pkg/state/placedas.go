@@ -24,7 +24,7 @@ import (
 func (s *State) PlacedAs(pod *corev1.Pod) (string, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	e := s.pods[pod.UID]
+	e := s.books.pods[pod.UID]
 	if e == nil || e.placedAs == nil {
 		return "", false
 	}
@@ -89,14 +89,14 @@ func (s *State) readPlacementLocked(e *podEntry) {
 	if !ok {
 		return
 	}
-	if !s.synced.Load() {
-		s.unverified[e.pod.UID] = e
+	if !s.wiring.synced.Load() {
+		s.books.unverified[e.pod.UID] = e
 	} else if s.deniedLocked(p.queue, e.pod.Namespace) != nil {
 		return
 	}
 	if p.queue != e.Queue {
 		s.forgetWaitLocked(e)
-		if g := s.gangs[e.Gang]; g != nil {
+		if g := s.books.gangs[e.Gang]; g != nil {
 			g.countQueue(e.Queue, -1)
 			g.countQueue(p.queue, 1)
 		}
@@ -109,9 +109,9 @@ func (s *State) readPlacementLocked(e *podEntry) {
 // booked from their annotation before: one whose namespace may not use the
 // queue it names is booked by its labels instead, as if it had none.
 func (s *State) verifyPlacementsLocked() {
-	for uid, e := range s.unverified {
-		delete(s.unverified, uid)
-		if s.pods[uid] != e || e.placedAs == nil || e.terminating || s.deniedLocked(e.placedAs.queue, e.pod.Namespace) == nil {
+	for uid, e := range s.books.unverified {
+		delete(s.books.unverified, uid)
+		if s.books.pods[uid] != e || e.placedAs == nil || e.terminating || s.deniedLocked(e.placedAs.queue, e.pod.Namespace) == nil {
 			continue // a terminating pod stays booked as it was until it is gone
 		}
 		// Uncharged as it was charged, with its placement; then charged
@@ -142,8 +142,8 @@ func podRef(pod *corev1.Pod) *corev1.ObjectReference {
 // deniedLocked says why namespace may not use queue (SPEC §1.1), or nil.
 // A queue no Queue defines has no selector: PreFilter says it is missing.
 func (s *State) deniedLocked(queue, namespace string) refusal.Refusal {
-	q := s.queues[queue]
-	if q == nil || q.selector == nil || q.selector.Matches(labels.Set(s.namespaces[namespace])) {
+	q := s.books.queues[queue]
+	if q == nil || q.selector == nil || q.selector.Matches(labels.Set(s.books.namespaces[namespace])) {
 		return nil
 	}
 	return refusal.NamespaceDenied{Namespace: namespace, Queue: queue, Selector: q.selectorText}
@@ -171,7 +171,7 @@ func (s *State) setSelectorLocked(q *queueEntry, obj *v1alpha1.Queue) {
 // whose namespaces may or may not use it since its selector changed.
 // Selectors change rarely: this walks every pod.
 func (s *State) rederivePendingFactsLocked(queue string) {
-	for _, e := range s.pods {
+	for _, e := range s.books.pods {
 		if !e.placed() && e.Queue == queue {
 			s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 		}

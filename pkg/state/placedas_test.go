@@ -35,17 +35,17 @@ func TestPlacementReadBeforeNamespace(t *testing.T) {
 				Annotation(v1alpha1.PlacedAsAnnotation, "q/"+v1alpha1.Preemptible).Req(corev1.ResourceCPU, "1").Obj()
 			p.UID, p.Spec.NodeName = "p", "n"
 			s.OnPod(p)
-			if got := s.pods["p"].Queue; got != "q" {
+			if got := s.books.pods["p"].Queue; got != "q" {
 				t.Fatalf("before its namespace arrived, the pod is booked to %q, want q as placed", got)
 			}
 			s.OnNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"team": tc.team}}})
 			s.tick()
-			e := s.pods["p"]
+			e := s.books.pods["p"]
 			if e.Queue != tc.want || (e.placedAs != nil) != tc.placed {
 				t.Errorf("once synced: queue %q, booked as placed %v; want %q, %v", e.Queue, e.placedAs != nil, tc.want, tc.placed)
 			}
-			if len(s.unverified) != 0 {
-				t.Errorf("%d placements left to verify", len(s.unverified))
+			if len(s.books.unverified) != 0 {
+				t.Errorf("%d placements left to verify", len(s.books.unverified))
 			}
 			// What was charged is given back as it was charged.
 			for _, q := range []string{"q", "relabelled"} {
@@ -105,7 +105,7 @@ func TestReserveRefusesWhatWasNotChecked(t *testing.T) {
 			if st.IsSuccess() != tc.ok {
 				t.Errorf("Reserve: %v, want success %v", st, tc.ok)
 			}
-			if placed := s.pods["p"].placed(); placed != tc.ok {
+			if placed := s.books.pods["p"].placed(); placed != tc.ok {
 				t.Errorf("placed %v, want %v", placed, tc.ok)
 			}
 			// A refused pod is tried again at once under its new labels:

@@ -139,11 +139,11 @@ func factsMayChange(old, pod *corev1.Pod) bool {
 // informers' listers, in memory); it is called only when the pod's facts
 // must be derived.
 func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string) *podEntry {
-	e := s.pods[pod.UID]
+	e := s.books.pods[pod.UID]
 	if e == nil {
 		e = &podEntry{pod: pod, owner: owner()}
 		e.Facts = s.factsLocked(pod, e.owner)
-		s.pods[pod.UID] = e
+		s.books.pods[pod.UID] = e
 		s.indexLocked(e)
 		s.indexControllerLocked(e)
 		s.joinGangLocked(e)
@@ -208,7 +208,7 @@ func (s *State) setFactsLocked(e *podEntry, f Facts) {
 		e.Facts = f
 		s.joinGangLocked(e)
 	} else {
-		if g := s.gangs[e.Gang]; g != nil && f.Queue != e.Queue {
+		if g := s.books.gangs[e.Gang]; g != nil && f.Queue != e.Queue {
 			g.countQueue(e.Queue, -1)
 			g.countQueue(f.Queue, 1)
 		}
@@ -223,7 +223,7 @@ func (s *State) setFactsLocked(e *podEntry, f Facts) {
 
 // removePodLocked forgets a pod: deleted, finished, or no longer Cardinal's.
 func (s *State) removePodLocked(uid types.UID) {
-	e := s.pods[uid]
+	e := s.books.pods[uid]
 	if e == nil {
 		return
 	}
@@ -232,47 +232,47 @@ func (s *State) removePodLocked(uid types.UID) {
 	// A victim that is only terminating still holds its node: it stays a
 	// victim until it is deleted or finished (OnPodDeleted, OnPod).
 	s.claimDoneLocked(uid)
-	delete(s.unnominated, uid)
+	delete(s.preemptions.unnominated, uid)
 	if e.placed() {
 		s.unindexNodeLocked(e)
-		if g := s.gangs[e.Gang]; g != nil {
+		if g := s.books.gangs[e.Gang]; g != nil {
 			s.removePlacedLocked(g, e)
 		}
 		e.node, e.bound, e.cards, e.elastic = "", false, nil, false
 		s.roomFreedLocked(e.Queue)
 	}
 	s.leaveGangLocked(e)
-	if g := s.gangs[e.Gang]; g != nil && e.terminating && g.terminating > 0 {
+	if g := s.books.gangs[e.Gang]; g != nil && e.terminating && g.terminating > 0 {
 		g.terminating--
 		s.refreshGangLocked(g)
 	}
 	s.unindexControllerLocked(e)
 	s.dropQueueIfUnusedLocked(e.Queue)
-	delete(s.pods, uid)
-	delete(s.unverified, uid)
+	delete(s.books.pods, uid)
+	delete(s.books.unverified, uid)
 	s.waitForOwnerLocked(e, "")
-	if in := s.inNamespace[e.pod.Namespace]; in != nil {
+	if in := s.books.inNamespace[e.pod.Namespace]; in != nil {
 		delete(in, uid)
 		if len(in) == 0 {
-			delete(s.inNamespace, e.pod.Namespace)
+			delete(s.books.inNamespace, e.pod.Namespace)
 		}
 	}
-	delete(s.parkedElastic, uid)
-	delete(s.deferred, uid)
+	delete(s.waits.parkedElastic, uid)
+	delete(s.waits.deferred, uid)
 	s.forgetReportsLocked("Pod", e.pod.Namespace+"/"+e.pod.Name, "QueueKept", "PreemptibilityKept", "PodGroupsUnreadable")
-	if parked := s.parkedGangs[e.Gang]; parked != nil {
+	if parked := s.waits.parkedGangs[e.Gang]; parked != nil {
 		delete(parked, uid)
 		if len(parked) == 0 {
-			delete(s.parkedGangs, e.Gang)
+			delete(s.waits.parkedGangs, e.Gang)
 		}
 	}
 }
 
 func (s *State) indexLocked(e *podEntry) {
-	in := s.inNamespace[e.pod.Namespace]
+	in := s.books.inNamespace[e.pod.Namespace]
 	if in == nil {
 		in = map[types.UID]*podEntry{}
-		s.inNamespace[e.pod.Namespace] = in
+		s.books.inNamespace[e.pod.Namespace] = in
 	}
 	in[e.pod.UID] = e
 }
@@ -286,13 +286,13 @@ func (s *State) placeLocked(e *podEntry, node string, bound bool) {
 	s.chargeLocked(e, -1)
 	e.node, e.bound = node, bound
 	e.cards = s.podCardsLocked(e)
-	on := s.podsOn[node]
+	on := s.books.podsOn[node]
 	if on == nil {
 		on = map[types.UID]*podEntry{}
-		s.podsOn[node] = on
+		s.books.podsOn[node] = on
 	}
 	on[e.pod.UID] = e
-	if g := s.gangs[e.Gang]; g != nil {
+	if g := s.books.gangs[e.Gang]; g != nil {
 		s.insertPlacedLocked(g, e)
 	}
 	if e.placedAs == nil && !bound {
@@ -301,7 +301,7 @@ func (s *State) placeLocked(e *podEntry, node string, bound bool) {
 		e.placedAs = &placement{queue: e.Queue, nonPreemptible: e.wouldBeNonPreemptible()}
 	}
 	s.chargeLocked(e, 1)
-	if g := s.gangs[e.Gang]; g != nil {
+	if g := s.books.gangs[e.Gang]; g != nil {
 		s.refreshGangLocked(g)
 	}
 }
@@ -318,7 +318,7 @@ func (s *State) unplaceLocked(e *podEntry) {
 	s.unuseClaimLocked(e.pod)
 	s.chargeLocked(e, -1)
 	s.unindexNodeLocked(e)
-	g := s.gangs[e.Gang]
+	g := s.books.gangs[e.Gang]
 	if g != nil {
 		s.removePlacedLocked(g, e)
 	}
@@ -340,17 +340,17 @@ func (s *State) unplaceLocked(e *podEntry) {
 // bindLocked records that the API shows a reserved pod bound where it was reserved.
 func (s *State) bindLocked(e *podEntry) {
 	e.bound = true
-	if g := s.gangs[e.Gang]; g != nil {
+	if g := s.books.gangs[e.Gang]; g != nil {
 		g.reserved--
 		s.refreshGangLocked(g)
 	}
 }
 
 func (s *State) unindexNodeLocked(e *podEntry) {
-	if on := s.podsOn[e.node]; on != nil {
+	if on := s.books.podsOn[e.node]; on != nil {
 		delete(on, e.pod.UID)
 		if len(on) == 0 {
-			delete(s.podsOn, e.node)
+			delete(s.books.podsOn, e.node)
 		}
 	}
 }
@@ -359,7 +359,7 @@ func (s *State) unindexNodeLocked(e *podEntry) {
 // labels (cardmodel.Node.PodCards). A pod whose node is not known (deleted
 // under it) keeps what it was charged until it goes: nothing charged is lost.
 func (s *State) podCardsLocked(e *podEntry) map[string]int64 {
-	if n := s.nodes[e.node]; n != nil {
+	if n := s.books.nodes[e.node]; n != nil {
 		return n.models.Charge(e.CardRequests)
 	}
 	return e.cards

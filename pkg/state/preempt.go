@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +63,7 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 	if e.OwnerUnseen != "" {
 		return p, "its owner " + e.OwnerUnseen + " is not seen yet", false
 	}
-	if ongoing := s.preemptions[p.Key]; ongoing != nil {
+	if ongoing := s.preemptions.underWay[p.Key]; ongoing != nil {
 		switch n := ongoing.victims.Len(); {
 		case n == 1:
 			return p, "1 pod evicted for it is still terminating; its room is kept for it", true
@@ -73,13 +75,13 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 	if e.Gang == "" {
 		return p, "", false
 	}
-	if _, parked := s.parkedElastic[pod.UID]; parked {
+	if _, parked := s.waits.parkedElastic[pod.UID]; parked {
 		return p, "it is an elastic pod: elastic pods never preempt", false
 	}
-	if _, parked := s.parkedGangs[e.Gang][pod.UID]; parked {
+	if _, parked := s.waits.parkedGangs[e.Gang][pod.UID]; parked {
 		return p, "it waits for another gang to be placed, not for room", false
 	}
-	g := s.gangs[e.Gang]
+	g := s.books.gangs[e.Gang]
 	if g == nil || g.group == nil || len(g.members) < g.min() {
 		return p, "its gang is not complete", false
 	}
@@ -111,7 +113,7 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 func (s *State) PreemptionUnderWay(pod *corev1.Pod) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.preemptions[PreemptorKeyOf(pod)] != nil
+	return s.preemptions.underWay[PreemptorKeyOf(pod)] != nil
 }
 
 // Occupant is a placed pod as preemption sees it: a possible victim.
@@ -140,19 +142,19 @@ func (s *State) PlacedIn(queues ...string) []Occupant {
 	// ranks are the placed pods' ranks in their gangs, found once per gang.
 	ranks := map[*podEntry]int{}
 	for _, name := range queues {
-		q := s.queues[name]
+		q := s.books.queues[name]
 		if q == nil {
 			continue
 		}
 		for _, e := range q.placed {
-			if _, victim := s.victimOf[e.pod.UID]; victim || e.terminating {
+			if _, victim := s.preemptions.victimOf[e.pod.UID]; victim || e.terminating {
 				continue // already being evicted, or deleted
 			}
 			p := Occupant{
 				Pod: e.pod, Node: e.node, Queue: e.Queue, Gang: e.Gang, Priority: e.Priority,
 				Preemptibility: e.bookedPreemptibility(), Elastic: e.elastic, Bound: e.bound, Request: e.Request, Cards: e.cards,
 			}
-			if g := s.gangs[e.Gang]; g != nil {
+			if g := s.books.gangs[e.Gang]; g != nil {
 				if _, ok := ranks[e]; !ok {
 					ranks[e] = -1 // not among them: no rank
 					for i, m := range g.placed {
@@ -171,7 +173,35 @@ func (s *State) PlacedIn(queues ...string) []Occupant {
 func (s *State) Queues() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return slices.Sorted(maps.Keys(s.queues))
+	return slices.Sorted(maps.Keys(s.books.queues))
+}
+
+// preemptions are the evictions under way and the room kept for their
+// preemptors, the records that keep a second round from starting before
+// the first one's victims are gone (claims.go keeps the room).
+type preemptions struct {
+	// underWay are the preemptions by preemptor key; victimOf and claimOf
+	// index their victims and the members room is kept for.
+	underWay map[string]*preemption
+	victimOf map[types.UID]string
+	claimOf  map[types.UID]string
+	// unnominated are members whose kept room a sibling took and whose
+	// nomination was cleared; a stale nomination that reaches the pod
+	// later is cleared again.
+	unnominated map[types.UID]struct{}
+	// claimReads mirrors the room kept on each node, for Filter to read
+	// without the lock; claimNodes counts the nodes in it.
+	claimReads sync.Map
+	claimNodes atomic.Int64
+}
+
+func newPreemptions() preemptions {
+	return preemptions{
+		underWay:    map[string]*preemption{},
+		victimOf:    map[types.UID]string{},
+		claimOf:     map[types.UID]string{},
+		unnominated: map[types.UID]struct{}{},
+	}
 }
 
 // preemption is an eviction under way for a preemptor: its victims, until
@@ -210,13 +240,13 @@ const (
 func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev1.Pod]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.preemptions[p.Key]; old != nil {
+	if old := s.preemptions.underWay[p.Key]; old != nil {
 		s.endPreemptionLocked(old, false) // the members are nominated anew
 	}
 	var grace time.Duration
 	for _, uid := range victims {
-		s.victimOf[uid] = p.Key
-		if e := s.pods[uid]; e != nil {
+		s.preemptions.victimOf[uid] = p.Key
+		if e := s.books.pods[uid]; e != nil {
 			grace = max(grace, gracePeriod(e.pod))
 		}
 	}
@@ -225,16 +255,16 @@ func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev
 	touched := sets.New[string]()
 	for pod, node := range nominated {
 		pr.members = append(pr.members, pod)
-		e := s.pods[pod.UID]
+		e := s.books.pods[pod.UID]
 		if e == nil {
 			continue
 		}
 		c := Claim{Key: p.Key, Pod: pod.UID, Node: node, Request: quota.PodRequests(pod)}
 		pr.claims[pod.UID] = c
-		s.claimOf[pod.UID] = p.Key
+		s.preemptions.claimOf[pod.UID] = p.Key
 		touched.Insert(node)
 	}
-	s.preemptions[p.Key] = pr
+	s.preemptions.underWay[p.Key] = pr
 	for node := range touched {
 		s.refreshClaimsLocked(node)
 	}
@@ -243,12 +273,12 @@ func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev
 // victimGoneLocked notes that a victim is deleted; the last one wakes its
 // preemptor's members.
 func (s *State) victimGoneLocked(uid types.UID) {
-	key, ok := s.victimOf[uid]
+	key, ok := s.preemptions.victimOf[uid]
 	if !ok {
 		return
 	}
-	delete(s.victimOf, uid)
-	pr := s.preemptions[key]
+	delete(s.preemptions.victimOf, uid)
+	pr := s.preemptions.underWay[key]
 	if pr == nil {
 		return
 	}
@@ -257,7 +287,7 @@ func (s *State) victimGoneLocked(uid types.UID) {
 		pr.gone = s.clock.Now()
 		s.activateLocked(slices.Values(pr.members))
 		if len(pr.claims) == 0 {
-			delete(s.preemptions, key)
+			delete(s.preemptions.underWay, key)
 		}
 	}
 }
@@ -269,10 +299,10 @@ func (s *State) victimGoneLocked(uid types.UID) {
 func (s *State) EvictionFailed(key string, victim types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.victimOf[victim] != key {
+	if s.preemptions.victimOf[victim] != key {
 		return // gone meanwhile, or the preemption already ended
 	}
-	if pr := s.preemptions[key]; pr != nil {
+	if pr := s.preemptions.underWay[key]; pr != nil {
 		s.endPreemptionLocked(pr, true)
 		s.activateLocked(slices.Values(pr.members))
 	}
@@ -283,17 +313,17 @@ func (s *State) EvictionFailed(key string, victim types.UID) {
 // not held for them any more by kube-scheduler's nominator either.
 func (s *State) endPreemptionLocked(pr *preemption, dropNominations bool) {
 	for uid := range pr.victims {
-		delete(s.victimOf, uid)
+		delete(s.preemptions.victimOf, uid)
 		// A victim that never went may be counted as free again by other
 		// gangs' admission (FreeableInQueue): those waiting are woken.
-		if e := s.pods[uid]; e != nil {
+		if e := s.books.pods[uid]; e != nil {
 			s.roomFreedLocked(e.Queue)
 		}
 	}
 	for uid := range pr.claims {
-		delete(s.claimOf, uid)
+		delete(s.preemptions.claimOf, uid)
 	}
-	delete(s.preemptions, pr.key)
+	delete(s.preemptions.underWay, pr.key)
 	for _, c := range pr.claims {
 		s.refreshClaimsLocked(c.Node)
 	}
@@ -326,7 +356,7 @@ const maxGrace = 24 * time.Hour
 // their room within claimSettle of their victims going, or claimTTL in
 // all, and wakes the members: they may preempt again.
 func (s *State) expirePreemptionsLocked() {
-	for _, pr := range s.preemptions {
+	for _, pr := range s.preemptions.underWay {
 		if s.clock.Now().After(pr.deadline) || (!pr.gone.IsZero() && s.clock.Since(pr.gone) > claimSettle) {
 			s.endPreemptionLocked(pr, true)
 			s.activateLocked(slices.Values(pr.members))
@@ -343,7 +373,7 @@ func PreemptorKeyOf(pod *corev1.Pod) string {
 }
 
 // EnablePreemption records that CardinalPreemption runs in the profile.
-func (s *State) EnablePreemption() { s.preemption.Store(true) }
+func (s *State) EnablePreemption() { s.wiring.preemption.Store(true) }
 
 // PreemptionEnabled tells whether CardinalPreemption runs in the profile.
-func (s *State) PreemptionEnabled() bool { return s.preemption.Load() }
+func (s *State) PreemptionEnabled() bool { return s.wiring.preemption.Load() }

@@ -209,15 +209,15 @@ func TestPreemptionUnderWay(t *testing.T) {
 // end the preemption at once.
 func TestPreemptionEndsWhenMembersPlaced(t *testing.T) {
 	s, _, victim, p := oneVictim(nil)
-	if key := s.preemptions[PreemptorKeyOf(p)]; key == nil {
+	if key := s.preemptions.underWay[PreemptorKeyOf(p)]; key == nil {
 		t.Fatalf("no preemption recorded for %s", PreemptorKeyOf(p))
 	}
 	s.OnPodDeleted(victim)
 	if st := s.Reserve(p, "n"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	if s.PreemptionUnderWay(p) || len(s.ClaimsOn("n")) != 0 || len(s.preemptions) != 0 || len(s.claimOf) != 0 || len(s.victimOf) != 0 {
-		t.Errorf("preemption left behind: %v claims %v", s.preemptions, s.ClaimsOn("n"))
+	if s.PreemptionUnderWay(p) || len(s.ClaimsOn("n")) != 0 || len(s.preemptions.underWay) != 0 || len(s.preemptions.claimOf) != 0 || len(s.preemptions.victimOf) != 0 {
+		t.Errorf("preemption left behind: %v claims %v", s.preemptions.underWay, s.ClaimsOn("n"))
 	}
 }
 
@@ -371,8 +371,8 @@ func TestPreemptionDeadline(t *testing.T) {
 	s.tick()
 	fw := &nominatingFramework{client: fake.NewClientset(p)}
 	s.Flush(fw)
-	if s.PreemptionUnderWay(p) || len(s.ClaimsOn("n")) != 0 || len(s.victimOf) != 0 || len(s.claimOf) != 0 {
-		t.Errorf("preemption still under way after its deadline: %v", s.preemptions)
+	if s.PreemptionUnderWay(p) || len(s.ClaimsOn("n")) != 0 || len(s.preemptions.victimOf) != 0 || len(s.preemptions.claimOf) != 0 {
+		t.Errorf("preemption still under way after its deadline: %v", s.preemptions.underWay)
 	}
 	if !cmp.Equal(fw.activated, []string{"ns/high"}) || !cmp.Equal(fw.cleared, []string{"high"}) {
 		t.Errorf("woke %v and cleared the nominations of %v, want ns/high and high", fw.activated, fw.cleared)

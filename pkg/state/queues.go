@@ -52,13 +52,13 @@ type queueEntry struct {
 }
 
 func (s *State) queueLocked(name string) *queueEntry {
-	q := s.queues[name]
+	q := s.books.queues[name]
 	if q == nil {
 		q = &queueEntry{
 			allocated: quota.Resources{}, nonPreemptible: quota.Resources{}, elastic: quota.Resources{}, pending: quota.Resources{},
 			pendingCardsAny: map[corev1.ResourceName]int64{}, cards: map[string]*CardUsage{}, placed: map[types.UID]*podEntry{},
 		}
-		s.queues[name] = q
+		s.books.queues[name] = q
 	}
 	return q
 }
@@ -76,9 +76,9 @@ func (q *queueEntry) card(model string) *CardUsage {
 // (a queue a pod named by mistake, say), so the state does not grow with
 // every name ever seen.
 func (s *State) dropQueueIfUnusedLocked(name string) {
-	if q := s.queues[name]; q != nil && q.spec == nil && len(q.allocated) == 0 && len(q.pending) == 0 &&
+	if q := s.books.queues[name]; q != nil && q.spec == nil && len(q.allocated) == 0 && len(q.pending) == 0 &&
 		len(q.pendingCardsAny) == 0 && len(q.cards) == 0 && len(q.placed) == 0 {
-		delete(s.queues, name)
+		delete(s.books.queues, name)
 		s.notifyLocked()
 	}
 }
@@ -122,7 +122,7 @@ func (s *State) upsertQueueLocked(obj *v1alpha1.Queue) error {
 // deleteQueueLocked forgets a Queue's spec; what its pods use is kept, so
 // it is right again if the Queue comes back.
 func (s *State) deleteQueueLocked(name string) {
-	if q := s.queues[name]; q != nil {
+	if q := s.books.queues[name]; q != nil {
 		q.spec, q.guarantee, q.capability = nil, nil, nil
 		selected := q.selector != nil
 		q.selector, q.selectorText = nil, ""
@@ -188,7 +188,7 @@ func (s *State) QuotaUsage(name string) Usage {
 
 func (s *State) usageLocked(name string, withDeserved bool) Usage {
 	u := Usage{Name: name, Allocated: quota.Resources{}, NonPreemptible: quota.Resources{}, Elastic: quota.Resources{}, Pending: quota.Resources{}, Cards: map[string]CardUsage{}}
-	q := s.queues[name]
+	q := s.books.queues[name]
 	if q == nil {
 		u.Exists = s.defaultQueueStandsInLocked(name)
 		return u
@@ -198,9 +198,9 @@ func (s *State) usageLocked(name string, withDeserved bool) Usage {
 		u.Cards[m] = *c
 	}
 	if withDeserved {
-		u.Deserved = s.deserved.resources[name].Clone()
+		u.Deserved = s.books.deserved.resources[name].Clone()
 		for m, c := range u.Cards {
-			c.Deserved = s.deserved.cards[name][m]
+			c.Deserved = s.books.deserved.cards[name][m]
 			u.Cards[m] = c
 		}
 	}
@@ -220,7 +220,7 @@ func (s *State) Cards(name string) map[string]CardUsage {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := map[string]CardUsage{}
-	if q := s.queues[name]; q != nil {
+	if q := s.books.queues[name]; q != nil {
 		for m, c := range q.cards {
 			out[m] = *c
 		}
@@ -242,8 +242,8 @@ func (s *State) QueueStatuses() []QueueStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refreshDeservedLocked()
-	out := make([]QueueStatus, 0, len(s.queues))
-	for name, q := range s.queues {
+	out := make([]QueueStatus, 0, len(s.books.queues))
+	for name, q := range s.books.queues {
 		if q.spec != nil {
 			out = append(out, QueueStatus{Queue: q.spec, Usage: s.usageLocked(name, true)})
 		}
@@ -256,9 +256,9 @@ func (s *State) QueueStatuses() []QueueStatus {
 func (s *State) Capacity() (quota.Resources, map[string]int64) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	cards := make(map[string]int64, len(s.cardCapacity))
-	for m, n := range s.cardCapacity {
+	cards := make(map[string]int64, len(s.books.cardCapacity))
+	for m, n := range s.books.cardCapacity {
 		cards[m] = n
 	}
-	return s.capacity.Clone(), cards
+	return s.books.capacity.Clone(), cards
 }

@@ -41,7 +41,7 @@ func productLabel(r corev1.ResourceName) string {
 // forgetReportsLocked forgets what was reported of an object that is gone.
 func (s *State) forgetReportsLocked(kind, name string, reasons ...string) {
 	for _, r := range reasons {
-		delete(s.reported, kind+"/"+name+"/"+r)
+		delete(s.notes.reported, kind+"/"+name+"/"+r)
 	}
 }
 
@@ -55,11 +55,11 @@ func (s *State) reportLocked(ref *corev1.ObjectReference, reason, action, msg st
 		name = ref.Namespace + "/" + ref.Name // as forgetReportsLocked is given it
 	}
 	key := ref.Kind + "/" + name + "/" + reason
-	changed := s.reported[key] != msg
+	changed := s.notes.reported[key] != msg
 	if msg == "" {
-		delete(s.reported, key)
+		delete(s.notes.reported, key)
 	} else {
-		s.reported[key] = msg
+		s.notes.reported[key] = msg
 	}
 	if changed && msg != "" {
 		s.eventLocked(ref, corev1.EventTypeWarning, reason, action, msg)

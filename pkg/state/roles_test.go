@@ -115,7 +115,7 @@ func newOwnerFixture() ownerFixture {
 		rsIndexer:  cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		depIndexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 	}
-	s.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(f.rsIndexer), Deployments: appslisters.NewDeploymentLister(f.depIndexer)}
+	s.wiring.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(f.rsIndexer), Deployments: appslisters.NewDeploymentLister(f.depIndexer)}
 	f.h = s.ownerHandler()
 	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
 	f.dep = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "dep",
@@ -211,7 +211,7 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 func TestOwnerSeenBeforeThePodWaited(t *testing.T) {
 	s, _ := newTestState()
 	rsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	s.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(rsIndexer)}
+	s.wiring.kube.owners = workload.Owners{ReplicaSets: appslisters.NewReplicaSetLister(rsIndexer)}
 	h := s.ownerHandler()
 	s.OnQueue(builder.MakeQueue("q").Card(h200, 4, 8).Obj())
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs"}}

@@ -44,12 +44,12 @@ func (s *State) watchBelowMinLocked(g *gangEntry) {
 	if g.group != nil && bound > 0 && bound+g.terminating < g.min() {
 		if g.belowMinSince.IsZero() {
 			g.belowMinSince = s.clock.Now()
-			s.belowMin.Insert(g.key)
+			s.assembly.belowMin.Insert(g.key)
 		}
 		return
 	}
 	g.belowMinSince = time.Time{}
-	s.belowMin.Delete(g.key)
+	s.assembly.belowMin.Delete(g.key)
 }
 
 // StaleGangs lists the gangs bound below their min for longer than the
@@ -63,8 +63,8 @@ func (s *State) StaleGangs() []StaleGang {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []StaleGang
-	for k := range s.belowMin {
-		g := s.gangs[k]
+	for k := range s.assembly.belowMin {
+		g := s.books.gangs[k]
 		if g == nil || g.belowMinSince.IsZero() || now.Sub(g.belowMinSince) < after || len(g.placed) >= g.min() {
 			continue // not yet, or its min is binding now
 		}
@@ -74,7 +74,7 @@ func (s *State) StaleGangs() []StaleGang {
 				continue
 			}
 			sg.Bound++
-			if _, victim := s.victimOf[e.pod.UID]; !victim {
+			if _, victim := s.preemptions.victimOf[e.pod.UID]; !victim {
 				sg.Pods = append(sg.Pods, e.pod) // a victim is being evicted already
 			}
 		}
@@ -89,7 +89,7 @@ func (s *State) GivingBack(g StaleGang) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	note := g.Note(s.clock.Now())
-	if e := s.gangs[g.Key]; e != nil {
+	if e := s.books.gangs[g.Key]; e != nil {
 		s.eventLocked(podGroupRef(e), corev1.EventTypeWarning, "GangBelowMin", "Evicting", note)
 	}
 	for _, p := range g.Pods {

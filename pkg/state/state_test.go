@@ -251,7 +251,7 @@ func TestReserveRecordsTheInformersCopy(t *testing.T) {
 	if err := indexer.Add(p); err != nil {
 		t.Fatal(err)
 	}
-	s.kube.pods = corelisters.NewPodLister(indexer)
+	s.wiring.kube.pods = corelisters.NewPodLister(indexer)
 	assumed := p.DeepCopy()
 	assumed.Spec.NodeName = "n"
 	if st := s.Reserve(assumed, "n"); !st.IsSuccess() {

@@ -15,7 +15,7 @@ import (
 // the rest of the min as any member does, and the gang's ranks close up.
 // It is no victim for preemption either (PlacedIn, freeable): it is going.
 func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]string) {
-	e := s.pods[pod.UID]
+	e := s.books.pods[pod.UID]
 	if e != nil && e.terminating {
 		e.pod = pod
 		return
@@ -27,7 +27,7 @@ func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]strin
 	elastic := e.elastic
 	s.forgetWaitLocked(e)
 	s.claimDoneLocked(pod.UID)
-	g := s.gangs[e.Gang]
+	g := s.books.gangs[e.Gang]
 	if g != nil {
 		if _, ok := g.members[pod.UID]; ok {
 			delete(g.members, pod.UID)

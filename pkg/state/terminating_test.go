@@ -48,7 +48,7 @@ func TestTerminatingPodKeepsCharge(t *testing.T) {
 			if got := s.Cards("q")[h200].Allocated; got != 3 {
 				t.Errorf("H200 allocated %d, want 3: the terminating pod is charged", got)
 			}
-			g := s.gangs[gang.Key("ns/g")]
+			g := s.books.gangs[gang.Key("ns/g")]
 			if len(g.placed) != 2 || len(g.members) != 2 {
 				t.Errorf("gang has %d placed, %d members; want 2, 2: the terminating pod left it", len(g.placed), len(g.members))
 			}

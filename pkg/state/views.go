@@ -83,7 +83,7 @@ func backingOff(k gang.Key, until time.Time, failure string) refusal.BackingOff 
 func (s *State) gangStatusLocked(g *gangEntry) GangStatus {
 	v := GangStatus{
 		Key: g.key, Group: g.group, Members: len(g.members), Placed: len(g.placed), Reserved: g.reserved,
-		Assembling: s.assembling.Has(g.key), Parked: len(s.parkedGangs[g.key]),
+		Assembling: s.assembly.assembling.Has(g.key), Parked: len(s.waits.parkedGangs[g.key]),
 		BackoffUntil: g.backoffUntil, LastFailure: g.lastFailure, Waits: g.waits,
 		MinBound:     g.group != nil && g.minBound == boundKey(g.group),
 		WaitingSince: waitingSince(g),
@@ -105,7 +105,7 @@ func (s *State) gangStatusLocked(g *gangEntry) GangStatus {
 func (s *State) GangStatus(k gang.Key) (GangStatus, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	g := s.gangs[k]
+	g := s.books.gangs[k]
 	if g == nil {
 		return GangStatus{Key: k}, false
 	}
@@ -116,8 +116,8 @@ func (s *State) GangStatus(k gang.Key) (GangStatus, bool) {
 // for people and scrapes, never for a scheduling cycle.
 func (s *State) Gangs() []GangStatus {
 	s.mu.RLock()
-	out := make([]GangStatus, 0, len(s.gangs))
-	for _, g := range s.gangs {
+	out := make([]GangStatus, 0, len(s.books.gangs))
+	for _, g := range s.books.gangs {
 		out = append(out, s.gangStatusLocked(g))
 	}
 	s.mu.RUnlock()
@@ -134,7 +134,7 @@ func (s *State) NodeModels() (perModel map[string]int, unlabelled int) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	perModel = map[string]int{}
-	for _, n := range s.nodes {
+	for _, n := range s.books.nodes {
 		seen := map[string]bool{}
 		for _, c := range n.models.Cards {
 			if !seen[c.Model] {
@@ -153,27 +153,27 @@ func (s *State) NodeModels() (perModel map[string]int, unlabelled int) {
 // some gang's admission holds or backoff changed; TakeGangNotes then says
 // which. The PodGroup status writer re-reads those gangs: a held gang's
 // pods are never tried, so nothing on them changes to tell it.
-func (s *State) GangNotes() <-chan struct{} { return s.gangNotes }
+func (s *State) GangNotes() <-chan struct{} { return s.notes.gangNotes }
 
 // TakeGangNotes returns and forgets the gangs noted since the last call.
 func (s *State) TakeGangNotes() []gang.Key {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]gang.Key, 0, len(s.notedGangs))
-	for k := range s.notedGangs {
+	out := make([]gang.Key, 0, len(s.notes.gangs))
+	for k := range s.notes.gangs {
 		out = append(out, k)
 	}
-	clear(s.notedGangs)
+	clear(s.notes.gangs)
 	return out
 }
 
 func (s *State) noteGangLocked(k gang.Key) {
-	if s.settings.ReadOnly || !s.leading.Load() {
+	if s.settings.ReadOnly || !s.leader.leading.Load() {
 		return
 	}
-	s.notedGangs[k] = struct{}{}
+	s.notes.gangs[k] = struct{}{}
 	select {
-	case s.gangNotes <- struct{}{}:
+	case s.notes.gangNotes <- struct{}{}:
 	default:
 	}
 }
@@ -182,10 +182,10 @@ func (s *State) noteGangLocked(k gang.Key) {
 // leader records metrics and notes gangs for the status writers. The
 // status writers set it once they see the lease; a first placement (only
 // the leader schedules) sets it sooner.
-func (s *State) SetLeading(leading bool) { s.leading.Store(leading) }
+func (s *State) SetLeading(leading bool) { s.leader.leading.Store(leading) }
 
 // Leading tells whether this process leads the scheduler.
-func (s *State) Leading() bool { return s.leading.Load() }
+func (s *State) Leading() bool { return s.leader.leading.Load() }
 
 // holdOrder is the order the profile's admission checks (PreEnqueue) run
 // in: the gang's own, then queue quota, then card quota.
@@ -214,7 +214,7 @@ func (s *State) heldLocked(g *gangEntry, holder string, why refusal.Refusal) (ch
 	if had && old.String() == why.String() {
 		return false
 	}
-	if !had && !s.settings.ReadOnly && s.leading.Load() {
+	if !had && !s.settings.ReadOnly && s.leader.leading.Load() {
 		kind := holdKinds[holder]
 		if kind == "" {
 			kind = holder
@@ -247,7 +247,7 @@ func (s *State) observeMinBoundLocked(g *gangEntry) {
 	}
 	g.minBound = boundKey(g.group)
 	g.narrowMissed = false // its next pods, a next wave, are narrowed anew
-	if s.settings.ReadOnly || !s.synced.Load() || !s.leading.Load() {
+	if s.settings.ReadOnly || !s.wiring.synced.Load() || !s.leader.leading.Load() {
 		return
 	}
 	if since := waitingSince(g); !since.IsZero() {
@@ -279,7 +279,7 @@ func waitingSince(g *gangEntry) time.Time {
 func (s *State) RecordBackoff(k gang.Key, until time.Time, after string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g := s.gangs[k]; g != nil && s.settings.ReadOnly {
+	if g := s.books.gangs[k]; g != nil && s.settings.ReadOnly {
 		g.backoffUntil, g.lastFailure = until, after
 	}
 }

@@ -5,7 +5,40 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"cardinal.dev/cardinal/pkg/gang"
 )
+
+// waits are the pods turned away by a decision made from the state, filed
+// by what they wait for, so that the change that can let them in wakes
+// them and nothing else does.
+type waits struct {
+	// room are pods waiting for room in a queue, by queue; models the
+	// card pods among them, woken too when a node's card models change.
+	room   map[string]map[types.UID]*corev1.Pod
+	models map[types.UID]*corev1.Pod
+	// owner are pending pods waiting for an owner to be seen, by the owner
+	// ("ReplicaSet ns/name", as Facts.OwnerUnseen names it).
+	owner map[string]map[types.UID]*corev1.Pod
+	// parkedGangs are the pods of gangs turned away while another gang was
+	// being placed; parkedElastic the elastic pods turned away while gangs
+	// waited for their min (assembly.go).
+	parkedGangs   map[gang.Key]map[types.UID]*corev1.Pod
+	parkedElastic map[types.UID]*corev1.Pod
+	// deferred are gang pods turned away by admission before the state synced.
+	deferred map[types.UID]*corev1.Pod
+}
+
+func newWaits() waits {
+	return waits{
+		room:          map[string]map[types.UID]*corev1.Pod{},
+		models:        map[types.UID]*corev1.Pod{},
+		owner:         map[string]map[types.UID]*corev1.Pod{},
+		parkedGangs:   map[gang.Key]map[types.UID]*corev1.Pod{},
+		parkedElastic: map[types.UID]*corev1.Pod{},
+		deferred:      map[types.UID]*corev1.Pod{},
+	}
+}
 
 // Pods turned away by a decision made from the state are woken by the
 // state itself when it applies the change that can let them in. Queueing
@@ -28,26 +61,26 @@ func (s *State) WaitForRoom(pod *corev1.Pod, queue string, usesCards bool) {
 }
 
 func (s *State) waitForRoomLocked(pod *corev1.Pod, queue string, usesCards bool) {
-	w := s.waitingRoom[queue]
+	w := s.waits.room[queue]
 	if w == nil {
 		w = map[types.UID]*corev1.Pod{}
-		s.waitingRoom[queue] = w
+		s.waits.room[queue] = w
 	}
 	w[pod.UID] = pod
 	if usesCards {
-		s.waitingModels[pod.UID] = pod
+		s.waits.models[pod.UID] = pod
 	}
 }
 
 // roomFreedLocked wakes the pods waiting for room in queue.
 func (s *State) roomFreedLocked(queue string) {
-	w := s.waitingRoom[queue]
+	w := s.waits.room[queue]
 	if len(w) == 0 {
 		return
 	}
-	delete(s.waitingRoom, queue)
+	delete(s.waits.room, queue)
 	for uid := range w {
-		delete(s.waitingModels, uid)
+		delete(s.waits.models, uid)
 	}
 	s.activateLocked(maps.Values(w))
 }
@@ -55,37 +88,37 @@ func (s *State) roomFreedLocked(queue string) {
 // modelsChangedLocked wakes the card pods waiting for room, when a node's
 // card models changed.
 func (s *State) modelsChangedLocked() {
-	if len(s.waitingModels) == 0 {
+	if len(s.waits.models) == 0 {
 		return
 	}
-	for uid, p := range s.waitingModels {
+	for uid, p := range s.waits.models {
 		q := s.queueOfLocked(p)
-		if w := s.waitingRoom[q]; w != nil {
+		if w := s.waits.room[q]; w != nil {
 			delete(w, uid)
 			if len(w) == 0 {
-				delete(s.waitingRoom, q)
+				delete(s.waits.room, q)
 			}
 		}
 	}
-	s.activateLocked(maps.Values(s.waitingModels))
-	s.waitingModels = map[types.UID]*corev1.Pod{}
+	s.activateLocked(maps.Values(s.waits.models))
+	s.waits.models = map[types.UID]*corev1.Pod{}
 }
 
 // waitingLocked tells whether a pod waits for room.
 func (s *State) waitingLocked(e *podEntry) bool {
-	_, ok := s.waitingRoom[e.Queue][e.pod.UID]
+	_, ok := s.waits.room[e.Queue][e.pod.UID]
 	return ok
 }
 
 // forgetWaitLocked drops a pod placed or gone from the waits.
 func (s *State) forgetWaitLocked(e *podEntry) {
-	if w := s.waitingRoom[e.Queue]; w != nil {
+	if w := s.waits.room[e.Queue]; w != nil {
 		delete(w, e.pod.UID)
 		if len(w) == 0 {
-			delete(s.waitingRoom, e.Queue)
+			delete(s.waits.room, e.Queue)
 		}
 	}
-	delete(s.waitingModels, e.pod.UID)
+	delete(s.waits.models, e.pod.UID)
 }
 
 // wakePendingLocked wakes a gang's members not placed: when the gang becomes

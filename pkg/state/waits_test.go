@@ -50,8 +50,8 @@ func TestWaitersWokenWhenTheStateHasTheChange(t *testing.T) {
 	if got := wokenBy(func() { s.OnNode(builder.MakeNode("m").GPU("NVIDIA-B200", 4).Obj()) }); !cmp.Equal(got, []string{"ns/w"}) {
 		t.Errorf("a node with new card models woke %v, want ns/w", got)
 	}
-	if len(s.waitingRoom) != 0 {
-		t.Errorf("woken by a node, the pod's queue is left in the waiting room: %v", s.waitingRoom)
+	if len(s.waits.room) != 0 {
+		t.Errorf("woken by a node, the pod's queue is left in the waiting room: %v", s.waits.room)
 	}
 	if got := wokenBy(func() { s.OnPodDeleted(running) }); !cmp.Equal(got, []string{"ns/w"}) {
 		t.Errorf("a placed pod of the queue gone woke %v, want ns/w", got)

@@ -3,6 +3,8 @@ package state
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +30,28 @@ import (
 // that act for it (the outbox, the backstop tick). None of it decides
 // anything; the informer handlers it registers are in feed.go.
 
+// wiring is the state's connection to the scheduler and the cluster.
+type wiring struct {
+	attachOnce sync.Once
+	attachErr  error
+	attached   atomic.Bool
+	kube       kubeAccess
+	sources    []source
+	// missing are the optional APIs the state cannot read, and why (apis.go).
+	missing map[string]string
+	// noCRD: a missing API's CRD is not installed (rather than RBAC).
+	noCRD  map[string]bool
+	synced atomic.Bool
+	// preemption: CardinalPreemption runs in the profile (preempt.go).
+	preemption atomic.Bool
+	// permitPlugin is the plugin whose Permit holds gangs' members.
+	permitPlugin string
+}
+
+func newWiring() wiring {
+	return wiring{missing: map[string]string{}, noCRD: map[string]bool{}}
+}
+
 // kubeAccess is how the state reaches the cluster, set once by Attach.
 type kubeAccess struct {
 	config *rest.Config
@@ -47,8 +71,8 @@ const tickEvery = 2 * time.Second
 // goroutine that acts on the scheduling queue for it. Later calls return
 // the first call's result.
 func (s *State) Attach(ctx context.Context, h fwk.Handle) error {
-	s.attachOnce.Do(func() { s.attachErr = s.attach(ctx, h) })
-	return s.attachErr
+	s.wiring.attachOnce.Do(func() { s.wiring.attachErr = s.attach(ctx, h) })
+	return s.wiring.attachErr
 }
 
 func (s *State) attach(ctx context.Context, h fwk.Handle) error {
@@ -72,7 +96,7 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 	}
 	pgFactory.Start(ctx.Done())
 	queueFactory.Start(ctx.Done())
-	s.attached.Store(true)
+	s.wiring.attached.Store(true)
 	var fw Framework = h
 	if s.settings.ReadOnly {
 		fw = discard{}
@@ -89,7 +113,7 @@ func (s *State) connect(h fwk.Handle) (*cardinalclient.Clientset, *pgclient.Clie
 	cfg := rest.CopyConfig(h.KubeConfig())
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	kube := h.SharedInformerFactory()
-	s.kube = kubeAccess{
+	s.wiring.kube = kubeAccess{
 		config: cfg,
 		pods:   kube.Core().V1().Pods().Lister(),
 		owners: workload.Owners{
@@ -117,7 +141,7 @@ func (s *State) connect(h fwk.Handle) (*cardinalclient.Clientset, *pgclient.Clie
 // be read (apis.go); a kube-apiserver restarting or slow to answer must not
 // stop the scheduler from starting: it tries again in the background.
 func (s *State) startDefaultQueue(ctx context.Context, cc *cardinalclient.Clientset) {
-	s.kube.ensureDefaultQueue = func() {
+	s.wiring.kube.ensureDefaultQueue = func() {
 		if err := ensureQueue(ctx, cc, s.settings.DefaultQueue); err != nil {
 			klog.FromContext(ctx).Error(err, "Creating the default queue", "queue", s.settings.DefaultQueue)
 		}
@@ -162,7 +186,7 @@ func (s *State) register(ctx context.Context, kube informers.SharedInformerFacto
 		sources = append(sources, source{api: hd.api, synced: reg.HasSynced})
 	}
 	s.mu.Lock()
-	s.sources = sources
+	s.wiring.sources = sources
 	s.mu.Unlock()
 	return nil
 }
@@ -172,7 +196,7 @@ func (s *State) register(ctx context.Context, kube informers.SharedInformerFacto
 func (s *State) runTicks(ctx context.Context, started time.Time) {
 	if s.WaitForSync(ctx) == nil {
 		s.mu.RLock()
-		pods, nodes := len(s.pods), len(s.nodes)
+		pods, nodes := len(s.books.pods), len(s.books.nodes)
 		s.mu.RUnlock()
 		klog.FromContext(ctx).Info("Cardinal's state synced", "pods", pods, "nodes", nodes, "after", time.Since(started))
 		s.tick()
@@ -185,8 +209,8 @@ func (s *State) runTicks(ctx context.Context, started time.Time) {
 func (s *State) KubeConfig() *rest.Config {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.kube.config
+	return s.wiring.kube.config
 }
 
 // Attached tells whether a Cardinal plugin has attached the state.
-func (s *State) Attached() bool { return s.attached.Load() }
+func (s *State) Attached() bool { return s.wiring.attached.Load() }

@@ -1,0 +1,91 @@
+package state
+
+import (
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/quota"
+)
+
+// books are what is charged where: every pod of Cardinal's profile by UID,
+// the gangs they form, the queues they are charged to and the nodes they
+// are placed on, with the indexes that find them again. A pod's charge is
+// its queue's business (queueEntry.charge), a gang's ranks its own
+// (gangEntry); the books keep the maps and the indexes consistent.
+type books struct {
+	pods       map[types.UID]*podEntry
+	gangs      map[gang.Key]*gangEntry
+	queues     map[string]*queueEntry
+	nodes      map[string]*nodeEntry
+	namespaces map[string]map[string]string // namespace -> labels
+	// inNamespace indexes pods by namespace (a relabelled namespace moves them).
+	inNamespace map[string]map[types.UID]*podEntry
+	// podsOn indexes placed pods by node (a relabelled node recharges them).
+	podsOn map[string]map[types.UID]*podEntry
+	// podsByController indexes pods by their controller's UID (an owner's
+	// preemptibility label reclassifies them, owners.go).
+	podsByController map[types.UID]map[types.UID]*podEntry
+	// foreign is the gang of each pod of another scheduler that joins one.
+	foreign map[types.UID]gang.Key
+	// unverified are pods booked from their placed-as annotation before the
+	// state synced: whether their namespace may use the queue it names is
+	// judged once namespaces and Queues are all known (placedas.go).
+	unverified map[types.UID]*podEntry
+
+	// cardResources are resources some node carries as cards beyond the well-known ones.
+	cardResources map[corev1.ResourceName]bool
+	// capacity is the sum of the nodes' allocatable; cardCapacity the cards of each model.
+	capacity     quota.Resources
+	cardCapacity map[string]int64
+	// nodesByCard are, per card resource, the nodes that carry it under
+	// each model (model "" for nodes whose cards of it have no product
+	// label), so PreFilter can tell when every node would pass card Filter
+	// and which nodes to narrow a pod to; modelLists the same as sorted
+	// lists, made when first read after a change (nodes.go).
+	nodesByCard map[corev1.ResourceName]map[string]map[string]struct{}
+	modelLists  map[cardKey][]string
+	// carriers counts, per resource, the nodes that have it allocatable.
+	carriers map[corev1.ResourceName]int
+	// renamedModels maps a card model's former name to its name now (MPS
+	// shares, SPEC §1.4), as nodes show them, to tell Queues that still list
+	// a former name.
+	renamedModels map[string]string
+	deserved      deservedCache
+
+	// nodesGen counts changes to the set of nodes and their models, so a
+	// cycle can tell whether what it read of them still holds. Read
+	// without the lock.
+	nodesGen atomic.Uint64
+	// views is every node's card models at one nodes generation, made
+	// anew on the first read after a change (NodeViews). Read without the lock.
+	views atomic.Pointer[nodeViews]
+	// gangCreated is when each gang's PodGroup was first seen created, for
+	// the queue order: read without the lock, set once per gang.
+	gangCreated sync.Map
+}
+
+func newBooks() books {
+	return books{
+		pods:             map[types.UID]*podEntry{},
+		gangs:            map[gang.Key]*gangEntry{},
+		queues:           map[string]*queueEntry{},
+		nodes:            map[string]*nodeEntry{},
+		namespaces:       map[string]map[string]string{},
+		inNamespace:      map[string]map[types.UID]*podEntry{},
+		podsOn:           map[string]map[types.UID]*podEntry{},
+		podsByController: map[types.UID]map[types.UID]*podEntry{},
+		foreign:          map[types.UID]gang.Key{},
+		unverified:       map[types.UID]*podEntry{},
+		cardResources:    map[corev1.ResourceName]bool{},
+		capacity:         quota.Resources{},
+		cardCapacity:     map[string]int64{},
+		nodesByCard:      map[corev1.ResourceName]map[string]map[string]struct{}{},
+		modelLists:       map[cardKey][]string{},
+		carriers:         map[corev1.ResourceName]int{},
+		renamedModels:    map[string]string{},
+	}
+}
