@@ -89,16 +89,7 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 	blocker := s.blockerLocked(g, start.Elastic, now)
 	g.waits = blocker
 	if blocker != nil {
-		if start.Elastic {
-			s.waits.parkedElastic[pod.UID] = pod
-		} else {
-			parked := s.waits.parkedGangs[k]
-			if parked == nil {
-				parked = map[types.UID]*corev1.Pod{}
-				s.waits.parkedGangs[k] = parked
-			}
-			parked[pod.UID] = pod
-		}
+		s.waits.park(k, pod, start.Elastic)
 		return Start{}, refusal.Status(fwk.Unschedulable, blocker)
 	}
 	e.tryAttempt = g.attempt
@@ -165,9 +156,7 @@ func (s *State) ReserveAsChecked(pod *corev1.Pod, node string, checked *Checked)
 	defer s.mu.Unlock()
 	// Only the replica that leads schedules: it knows it leads from its
 	// first placement, before the status writers see the lease.
-	if !s.leader.leading.Load() {
-		s.leader.leading.Store(true)
-	}
+	s.leader.placed()
 	e, recorded := s.ensurePodLocked(pod)
 	if !recorded {
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("pod %s/%s was deleted", pod.Namespace, pod.Name))
@@ -385,9 +374,7 @@ func (s *State) wakeNextGangLocked() {
 	now := s.clock.Now()
 	for len(s.waits.parkedGangs) > 0 {
 		k := s.firstParkedLocked()
-		pods := s.waits.parkedGangs[k]
-		delete(s.waits.parkedGangs, k)
-		s.activateLocked(maps.Values(pods))
+		s.activateLocked(maps.Values(s.waits.parkedGangs.take(k)))
 		s.assembly.lastGangWake = now
 		if g := s.books.gangs[k]; g != nil && s.gangIncompleteLocked(g, k) == nil && s.blocksElasticLocked(g, now) {
 			return
@@ -439,8 +426,7 @@ func (s *State) wakeElasticLocked() {
 			return
 		}
 	}
-	s.activateLocked(maps.Values(s.waits.parkedElastic))
-	s.waits.parkedElastic = map[types.UID]*corev1.Pod{}
+	s.activateLocked(maps.Values(s.waits.takeElastic()))
 }
 
 // backstop is how long parked gangs wait, with nothing being assembled,
@@ -462,7 +448,6 @@ func (s *State) tick() {
 	s.foundAPIsLocked()
 	s.wakeElasticLocked()
 	if synced && len(s.waits.deferred) > 0 {
-		s.activateLocked(maps.Values(s.waits.deferred))
-		s.waits.deferred = map[types.UID]*corev1.Pod{}
+		s.activateLocked(maps.Values(s.waits.takeDeferred()))
 	}
 }

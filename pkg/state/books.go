@@ -23,12 +23,12 @@ type books struct {
 	nodes      map[string]*nodeEntry
 	namespaces map[string]map[string]string // namespace -> labels
 	// inNamespace indexes pods by namespace (a relabelled namespace moves them).
-	inNamespace map[string]map[types.UID]*podEntry
+	inNamespace index[string, *podEntry]
 	// podsOn indexes placed pods by node (a relabelled node recharges them).
-	podsOn map[string]map[types.UID]*podEntry
+	podsOn index[string, *podEntry]
 	// podsByController indexes pods by their controller's UID (an owner's
 	// preemptibility label reclassifies them, owners.go).
-	podsByController map[types.UID]map[types.UID]*podEntry
+	podsByController index[types.UID, *podEntry]
 	// foreign is the gang of each pod of another scheduler that joins one.
 	foreign map[types.UID]gang.Key
 	// unverified are pods booked from their placed-as annotation before the
@@ -75,9 +75,9 @@ func newBooks() books {
 		queues:           map[string]*queueEntry{},
 		nodes:            map[string]*nodeEntry{},
 		namespaces:       map[string]map[string]string{},
-		inNamespace:      map[string]map[types.UID]*podEntry{},
-		podsOn:           map[string]map[types.UID]*podEntry{},
-		podsByController: map[types.UID]map[types.UID]*podEntry{},
+		inNamespace:      index[string, *podEntry]{},
+		podsOn:           index[string, *podEntry]{},
+		podsByController: index[types.UID, *podEntry]{},
 		foreign:          map[types.UID]gang.Key{},
 		unverified:       map[types.UID]*podEntry{},
 		cardResources:    map[corev1.ResourceName]bool{},
@@ -88,4 +88,56 @@ func newBooks() books {
 		carriers:         map[corev1.ResourceName]int{},
 		renamedModels:    map[string]string{},
 	}
+}
+
+// index files values by key, each by its UID; a key with none is dropped.
+type index[K comparable, V any] map[K]map[types.UID]V
+
+func (x index[K, V]) add(k K, uid types.UID, v V) {
+	m := x[k]
+	if m == nil {
+		m = map[types.UID]V{}
+		x[k] = m
+	}
+	m[uid] = v
+}
+
+func (x index[K, V]) remove(k K, uid types.UID) {
+	if m := x[k]; m != nil {
+		delete(m, uid)
+		if len(m) == 0 {
+			delete(x, k)
+		}
+	}
+}
+
+func (x index[K, V]) has(k K, uid types.UID) bool {
+	_, ok := x[k][uid]
+	return ok
+}
+
+// take removes and returns the values filed under k.
+func (x index[K, V]) take(k K) map[types.UID]V {
+	m := x[k]
+	delete(x, k)
+	return m
+}
+
+// add records a new pod's entry and indexes it by namespace and controller.
+func (b *books) add(e *podEntry) {
+	b.pods[e.pod.UID] = e
+	b.inNamespace.add(e.pod.Namespace, e.pod.UID, e)
+	if uid := controllerUID(e); uid != "" {
+		b.podsByController.add(uid, e.pod.UID, e)
+	}
+}
+
+// remove forgets a pod's entry and its indexes; a placed pod leaves its
+// node's first (unplace).
+func (b *books) remove(e *podEntry) {
+	uid := e.pod.UID
+	delete(b.pods, uid)
+	delete(b.unverified, uid)
+	b.inNamespace.remove(e.pod.Namespace, uid)
+	b.podsByController.remove(controllerUID(e), uid)
 }

@@ -81,7 +81,10 @@ func sortedDescs(m map[string]*metrics.Desc) []*metrics.Desc {
 // resources + gangs + nodes), at scrape time only. A replica that does not
 // lead serves none.
 func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
-	if !c.state.Leading() {
+	c.state.mu.RLock()
+	records := c.state.records()
+	c.state.mu.RUnlock()
+	if !records {
 		return // a standby's state is not what is scheduled with
 	}
 	gauge := func(d *metrics.Desc, v float64, labels ...string) {

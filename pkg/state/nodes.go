@@ -32,8 +32,8 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 			s.books.nodesGen.Add(1) // which resources go unlabelled may change
 			s.books.capacity.Sub(old.allocatable)
 			s.books.capacity.Add(alloc)
-			s.countCarriersLocked(old.allocatable, -1)
-			s.countCarriersLocked(alloc, 1)
+			s.books.countCarriers(old.allocatable, -1)
+			s.books.countCarriers(alloc, 1)
 			old.allocatable = alloc
 			s.notifyLocked()
 		}
@@ -42,20 +42,20 @@ func (s *State) upsertNodeLocked(node *corev1.Node) (detected cardmodel.Node, ch
 	if old != nil {
 		s.books.capacity.Sub(old.allocatable)
 		for _, c := range old.models.Cards {
-			s.addCardCapacityLocked(c.Model, -c.Count)
+			s.books.addCardCapacity(c.Model, -c.Count)
 		}
-		s.countNodeCardsLocked(node.Name, old.models, -1)
-		s.countCarriersLocked(old.allocatable, -1)
+		s.books.countNodeCards(node.Name, old.models, -1)
+		s.books.countCarriers(old.allocatable, -1)
 	}
-	s.countNodeCardsLocked(node.Name, detected, 1)
-	s.countCarriersLocked(alloc, 1)
+	s.books.countNodeCards(node.Name, detected, 1)
+	s.books.countCarriers(alloc, 1)
 	s.books.nodes[node.Name] = &nodeEntry{models: detected, allocatable: alloc}
 	s.books.nodesGen.Add(1) // NodeViews are made anew on their next read
 	s.books.capacity.Add(alloc)
 	var learned []corev1.ResourceName
 	for _, c := range detected.Cards {
-		s.addCardCapacityLocked(c.Model, c.Count)
-		if !s.isCardResourceLocked(c.Resource) {
+		s.books.addCardCapacity(c.Model, c.Count)
+		if !s.books.isCardResource(c.Resource) {
 			learned = append(learned, c.Resource)
 		}
 		s.books.cardResources[c.Resource] = true
@@ -98,10 +98,10 @@ func (s *State) deleteNodeLocked(name string) {
 	}
 	s.books.capacity.Sub(old.allocatable)
 	for _, c := range old.models.Cards {
-		s.addCardCapacityLocked(c.Model, -c.Count)
+		s.books.addCardCapacity(c.Model, -c.Count)
 	}
-	s.countNodeCardsLocked(name, old.models, -1)
-	s.countCarriersLocked(old.allocatable, -1)
+	s.books.countNodeCards(name, old.models, -1)
+	s.books.countCarriers(old.allocatable, -1)
 	delete(s.books.nodes, name)
 	s.books.nodesGen.Add(1)
 	s.notifyLocked()
@@ -113,15 +113,15 @@ type cardKey struct {
 	model    string
 }
 
-// countNodeCardsLocked adds the node to (sign 1) or removes it from (-1)
+// countNodeCards adds the node to (sign 1) or removes it from (-1)
 // the nodes of each card resource and model it carries.
-func (s *State) countNodeCardsLocked(name string, n cardmodel.Node, sign int) {
+func (b *books) countNodeCards(name string, n cardmodel.Node, sign int) {
 	add := func(r corev1.ResourceName, model string) {
-		delete(s.books.modelLists, cardKey{r, model})
-		byModel := s.books.nodesByCard[r]
+		delete(b.modelLists, cardKey{r, model})
+		byModel := b.nodesByCard[r]
 		if byModel == nil {
 			byModel = map[string]map[string]struct{}{}
-			s.books.nodesByCard[r] = byModel
+			b.nodesByCard[r] = byModel
 		}
 		names := byModel[model]
 		if names == nil {
@@ -135,7 +135,7 @@ func (s *State) countNodeCardsLocked(name string, n cardmodel.Node, sign int) {
 		if delete(names, name); len(names) == 0 {
 			delete(byModel, model)
 			if len(byModel) == 0 {
-				delete(s.books.nodesByCard, r)
+				delete(b.nodesByCard, r)
 			}
 		}
 	}
@@ -149,15 +149,15 @@ func (s *State) countNodeCardsLocked(name string, n cardmodel.Node, sign int) {
 	}
 }
 
-// countCarriersLocked adds sign to the count of nodes that have each
+// countCarriers adds sign to the count of nodes that have each
 // resource of alloc allocatable.
-func (s *State) countCarriersLocked(alloc quota.Resources, sign int) {
+func (b *books) countCarriers(alloc quota.Resources, sign int) {
 	for r, v := range alloc {
 		if v <= 0 {
 			continue
 		}
-		if s.books.carriers[r] += sign; s.books.carriers[r] <= 0 {
-			delete(s.books.carriers, r)
+		if b.carriers[r] += sign; b.carriers[r] <= 0 {
+			delete(b.carriers, r)
 		}
 	}
 }
@@ -204,9 +204,9 @@ func (s *State) NodesOf(resource corev1.ResourceName, model string) []string {
 	return list
 }
 
-func (s *State) addCardCapacityLocked(model string, n int64) {
-	if s.books.cardCapacity[model] += n; s.books.cardCapacity[model] <= 0 {
-		delete(s.books.cardCapacity, model)
+func (b *books) addCardCapacity(model string, n int64) {
+	if b.cardCapacity[model] += n; b.cardCapacity[model] <= 0 {
+		delete(b.cardCapacity, model)
 	}
 }
 
@@ -291,6 +291,6 @@ func (s *State) IsCardResource(name corev1.ResourceName) bool {
 	return s.books.cardResources[name]
 }
 
-func (s *State) isCardResourceLocked(name corev1.ResourceName) bool {
-	return cardmodel.IsCardResource(name) || s.books.cardResources[name]
+func (b *books) isCardResource(name corev1.ResourceName) bool {
+	return cardmodel.IsCardResource(name) || b.cardResources[name]
 }

@@ -1,10 +1,6 @@
 package state
 
-import (
-	"sync/atomic"
-
-	"cardinal.dev/cardinal/pkg/gang"
-)
+import "cardinal.dev/cardinal/pkg/gang"
 
 // notes are what the state leaves for those who report on it: a signal
 // when queue numbers change (the Queue status writer), the gangs whose
@@ -27,12 +23,4 @@ func newNotes() notes {
 		gangs:     map[gang.Key]struct{}{},
 		reported:  map[string]string{},
 	}
-}
-
-// leadership is whether this process leads the scheduler. Only the leader
-// records metrics of the state and notes gangs for the status writers: a
-// standby's queue runs admission too, but nothing it holds is tried again.
-// It is decided here and nowhere else (records).
-type leadership struct {
-	leading atomic.Bool
 }

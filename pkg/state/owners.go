@@ -160,22 +160,11 @@ func (s *State) AwaitOwner(pod *corev1.Pod) string {
 // waitForOwnerLocked files a pod as waiting for owner ("": for none), out
 // of where it waited before.
 func (s *State) waitForOwnerLocked(e *podEntry, owner string) {
-	if w := s.waits.owner[e.waitsFor]; w != nil {
-		delete(w, e.pod.UID)
-		if len(w) == 0 {
-			delete(s.waits.owner, e.waitsFor)
-		}
-	}
+	s.waits.owner.remove(e.waitsFor, e.pod.UID)
 	e.waitsFor = owner
-	if owner == "" {
-		return
+	if owner != "" {
+		s.waits.owner.add(owner, e.pod.UID, e.pod)
 	}
-	w := s.waits.owner[owner]
-	if w == nil {
-		w = map[types.UID]*corev1.Pod{}
-		s.waits.owner[owner] = w
-	}
-	w[e.pod.UID] = e.pod
 }
 
 // ownerSeen classifies anew and wakes the pods that waited for an owner,
@@ -207,19 +196,18 @@ func (s *State) ownerSeen(obj any, o metav1.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var woken []*corev1.Pod
-	for uid := range s.waits.owner[key] {
+	for uid := range s.waits.owner.take(key) {
 		e := s.books.pods[uid]
 		if e == nil {
 			continue
 		}
-		s.waitForOwnerLocked(e, "")
+		e.waitsFor = ""
 		if !e.placed() {
 			e.owner = s.wiring.kube.owners.Labels(e.pod)
 			s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 			woken = append(woken, e.pod)
 		}
 	}
-	delete(s.waits.owner, key)
 	s.activateLocked(slices.Values(woken))
 }
 
@@ -229,25 +217,4 @@ func controllerUID(e *podEntry) types.UID {
 		return c.UID
 	}
 	return ""
-}
-
-func (s *State) indexControllerLocked(e *podEntry) {
-	if uid := controllerUID(e); uid != "" {
-		byPod := s.books.podsByController[uid]
-		if byPod == nil {
-			byPod = map[types.UID]*podEntry{}
-			s.books.podsByController[uid] = byPod
-		}
-		byPod[e.pod.UID] = e
-	}
-}
-
-func (s *State) unindexControllerLocked(e *podEntry) {
-	uid := controllerUID(e)
-	if byPod := s.books.podsByController[uid]; byPod != nil {
-		delete(byPod, e.pod.UID)
-		if len(byPod) == 0 {
-			delete(s.books.podsByController, uid)
-		}
-	}
 }

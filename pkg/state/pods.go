@@ -104,7 +104,7 @@ func (s *State) factsLocked(pod *corev1.Pod, ownerLabels map[string]string) Fact
 		Request:     quota.PodRequests(pod),
 	}
 	f.Preemptibility, f.Warning = workload.Classify(pod, pgLabels, ownerLabels, s.settings.PreemptibleBelowPriority)
-	f.CardRequests = cardmodel.CardRequests(pod, s.isCardResourceLocked)
+	f.CardRequests = cardmodel.CardRequests(pod, s.books.isCardResource)
 	if len(f.CardRequests) > 0 && s.settings.CardUnlimitedCPUMemory {
 		delete(f.Request, corev1.ResourceCPU)
 		delete(f.Request, corev1.ResourceMemory)
@@ -143,9 +143,7 @@ func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string)
 	if e == nil {
 		e = &podEntry{pod: pod, owner: owner()}
 		e.Facts = s.factsLocked(pod, e.owner)
-		s.books.pods[pod.UID] = e
-		s.indexLocked(e)
-		s.indexControllerLocked(e)
+		s.books.add(e)
 		s.joinGangLocked(e)
 		s.chargeLocked(e, 1)
 	} else {
@@ -234,7 +232,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	s.claimDoneLocked(uid)
 	delete(s.preemptions.unnominated, uid)
 	if e.placed() {
-		s.unindexNodeLocked(e)
+		s.books.podsOn.remove(e.node, e.pod.UID)
 		if g := s.books.gangs[e.Gang]; g != nil {
 			s.removePlacedLocked(g, e)
 		}
@@ -246,35 +244,11 @@ func (s *State) removePodLocked(uid types.UID) {
 		g.terminating--
 		s.refreshGangLocked(g)
 	}
-	s.unindexControllerLocked(e)
 	s.dropQueueIfUnusedLocked(e.Queue)
-	delete(s.books.pods, uid)
-	delete(s.books.unverified, uid)
+	s.books.remove(e)
 	s.waitForOwnerLocked(e, "")
-	if in := s.books.inNamespace[e.pod.Namespace]; in != nil {
-		delete(in, uid)
-		if len(in) == 0 {
-			delete(s.books.inNamespace, e.pod.Namespace)
-		}
-	}
-	delete(s.waits.parkedElastic, uid)
-	delete(s.waits.deferred, uid)
+	s.waits.forget(e.Gang, uid)
 	s.forgetReportsLocked("Pod", e.pod.Namespace+"/"+e.pod.Name, "QueueKept", "PreemptibilityKept", "PodGroupsUnreadable")
-	if parked := s.waits.parkedGangs[e.Gang]; parked != nil {
-		delete(parked, uid)
-		if len(parked) == 0 {
-			delete(s.waits.parkedGangs, e.Gang)
-		}
-	}
-}
-
-func (s *State) indexLocked(e *podEntry) {
-	in := s.books.inNamespace[e.pod.Namespace]
-	if in == nil {
-		in = map[types.UID]*podEntry{}
-		s.books.inNamespace[e.pod.Namespace] = in
-	}
-	in[e.pod.UID] = e
 }
 
 // placeLocked records a pod as placed on node: reserved by this scheduler,
@@ -286,12 +260,7 @@ func (s *State) placeLocked(e *podEntry, node string, bound bool) {
 	s.chargeLocked(e, -1)
 	e.node, e.bound = node, bound
 	e.cards = s.podCardsLocked(e)
-	on := s.books.podsOn[node]
-	if on == nil {
-		on = map[types.UID]*podEntry{}
-		s.books.podsOn[node] = on
-	}
-	on[e.pod.UID] = e
+	s.books.podsOn.add(node, e.pod.UID, e)
 	if g := s.books.gangs[e.Gang]; g != nil {
 		s.insertPlacedLocked(g, e)
 	}
@@ -317,7 +286,7 @@ func (s *State) unplaceLocked(e *podEntry) {
 	s.victimGoneLocked(e.pod.UID)
 	s.unuseClaimLocked(e.pod)
 	s.chargeLocked(e, -1)
-	s.unindexNodeLocked(e)
+	s.books.podsOn.remove(e.node, e.pod.UID)
 	g := s.books.gangs[e.Gang]
 	if g != nil {
 		s.removePlacedLocked(g, e)
@@ -346,15 +315,6 @@ func (s *State) bindLocked(e *podEntry) {
 	}
 }
 
-func (s *State) unindexNodeLocked(e *podEntry) {
-	if on := s.books.podsOn[e.node]; on != nil {
-		delete(on, e.pod.UID)
-		if len(on) == 0 {
-			delete(s.books.podsOn, e.node)
-		}
-	}
-}
-
 // podCardsLocked is what a placed pod is charged in cards, by its node's
 // labels (cardmodel.Node.PodCards). A pod whose node is not known (deleted
 // under it) keeps what it was charged until it goes: nothing charged is lost.
@@ -366,68 +326,11 @@ func (s *State) podCardsLocked(e *podEntry) map[string]int64 {
 }
 
 // chargeLocked adds (sign 1) or removes (sign -1) what a pod counts for in
-// its queue: a pending pod its demand, a placed pod its allocation, with the
-// non-preemptible and elastic parts of it, in resources and in cards.
-// Every change of a pod's entry is bracketed by chargeLocked(-1) and
-// chargeLocked(1), so the queue's sums are always the sums of its pods.
+// its queue (queueEntry.charge). Every change of a pod's entry is bracketed
+// by chargeLocked(-1) and chargeLocked(1), so the queue's sums are always
+// the sums of its pods.
 func (s *State) chargeLocked(e *podEntry, sign int64) {
-	q := s.queueLocked(e.Queue)
-	add := func(r quota.Resources) {
-		if sign > 0 {
-			r.Add(e.Request)
-		} else {
-			r.Sub(e.Request)
-		}
-	}
-	if e.Denied != nil {
-		// Never charged to a queue its namespace may not use: a pending
-		// pod waits, one bound there by another way is charged nowhere.
-		return
-	}
-	if !e.placed() {
-		add(q.pending)
-		for r, n := range e.CardRequests {
-			if len(e.CardNames) == 0 {
-				q.pendingCardsAny[r] += sign * n
-				if q.pendingCardsAny[r] == 0 {
-					delete(q.pendingCardsAny, r)
-				}
-				continue
-			}
-			for _, m := range e.CardNames {
-				if cardmodel.Matches(m, r) {
-					c := q.card(m)
-					c.Pending += sign * n
-					q.dropCardIfUnused(m)
-				}
-			}
-		}
+	if s.books.queue(e.Queue).charge(e, sign) {
 		s.notifyLocked()
-		return
 	}
-	if sign > 0 {
-		q.placed[e.pod.UID] = e
-	} else {
-		delete(q.placed, e.pod.UID)
-	}
-	nonPreemptible := e.nonPreemptible()
-	add(q.allocated)
-	if nonPreemptible {
-		add(q.nonPreemptible)
-	}
-	if e.elastic {
-		add(q.elastic)
-	}
-	for m, n := range e.cards {
-		c := q.card(m)
-		c.Allocated += sign * n
-		if nonPreemptible {
-			c.NonPreemptible += sign * n
-		}
-		if e.elastic {
-			c.Elastic += sign * n
-		}
-		q.dropCardIfUnused(m)
-	}
-	s.notifyLocked()
 }

@@ -75,10 +75,9 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 	if e.Gang == "" {
 		return p, "", false
 	}
-	if _, parked := s.waits.parkedElastic[pod.UID]; parked {
+	if parked, elastic := s.waits.parked(e.Gang, pod.UID); elastic {
 		return p, "it is an elastic pod: elastic pods never preempt", false
-	}
-	if _, parked := s.waits.parkedGangs[e.Gang][pod.UID]; parked {
+	} else if parked {
 		return p, "it waits for another gang to be placed, not for room", false
 	}
 	g := s.books.gangs[e.Gang]

@@ -51,16 +51,82 @@ type queueEntry struct {
 	selectorText string
 }
 
-func (s *State) queueLocked(name string) *queueEntry {
-	q := s.books.queues[name]
+// queue is the entry of queue name, made when first needed.
+func (b *books) queue(name string) *queueEntry {
+	q := b.queues[name]
 	if q == nil {
 		q = &queueEntry{
 			allocated: quota.Resources{}, nonPreemptible: quota.Resources{}, elastic: quota.Resources{}, pending: quota.Resources{},
 			pendingCardsAny: map[corev1.ResourceName]int64{}, cards: map[string]*CardUsage{}, placed: map[types.UID]*podEntry{},
 		}
-		s.books.queues[name] = q
+		b.queues[name] = q
 	}
 	return q
+}
+
+// charge adds (sign 1) or removes (sign -1) what pod e counts for in the
+// queue: a pending pod its demand, a placed pod its allocation, with the
+// non-preemptible and elastic parts of it, in resources and in cards. It
+// tells whether the queue's numbers changed: a pod whose namespace may
+// not use the queue is charged nowhere.
+func (q *queueEntry) charge(e *podEntry, sign int64) bool {
+	add := func(r quota.Resources) {
+		if sign > 0 {
+			r.Add(e.Request)
+		} else {
+			r.Sub(e.Request)
+		}
+	}
+	if e.Denied != nil {
+		// Never charged to a queue its namespace may not use: a pending
+		// pod waits, one bound there by another way is charged nowhere.
+		return false
+	}
+	if !e.placed() {
+		add(q.pending)
+		for r, n := range e.CardRequests {
+			if len(e.CardNames) == 0 {
+				q.pendingCardsAny[r] += sign * n
+				if q.pendingCardsAny[r] == 0 {
+					delete(q.pendingCardsAny, r)
+				}
+				continue
+			}
+			for _, m := range e.CardNames {
+				if cardmodel.Matches(m, r) {
+					c := q.card(m)
+					c.Pending += sign * n
+					q.dropCardIfUnused(m)
+				}
+			}
+		}
+		return true
+	}
+	if sign > 0 {
+		q.placed[e.pod.UID] = e
+	} else {
+		delete(q.placed, e.pod.UID)
+	}
+	nonPreemptible := e.nonPreemptible()
+	add(q.allocated)
+	if nonPreemptible {
+		add(q.nonPreemptible)
+	}
+	if e.elastic {
+		add(q.elastic)
+	}
+	for m, n := range e.cards {
+		c := q.card(m)
+		c.Allocated += sign * n
+		if nonPreemptible {
+			c.NonPreemptible += sign * n
+		}
+		if e.elastic {
+			c.Elastic += sign * n
+		}
+		q.dropCardIfUnused(m)
+	}
+	return true
 }
 
 func (q *queueEntry) card(model string) *CardUsage {
@@ -76,11 +142,16 @@ func (q *queueEntry) card(model string) *CardUsage {
 // (a queue a pod named by mistake, say), so the state does not grow with
 // every name ever seen.
 func (s *State) dropQueueIfUnusedLocked(name string) {
-	if q := s.books.queues[name]; q != nil && q.spec == nil && len(q.allocated) == 0 && len(q.pending) == 0 &&
-		len(q.pendingCardsAny) == 0 && len(q.cards) == 0 && len(q.placed) == 0 {
+	if q := s.books.queues[name]; q != nil && q.unused() {
 		delete(s.books.queues, name)
 		s.notifyLocked()
 	}
+}
+
+// unused: no Queue defines it and no pod uses it.
+func (q *queueEntry) unused() bool {
+	return q.spec == nil && len(q.allocated) == 0 && len(q.pending) == 0 &&
+		len(q.pendingCardsAny) == 0 && len(q.cards) == 0 && len(q.placed) == 0
 }
 
 // dropCardIfUnused forgets a model the queue neither lists nor uses.
@@ -95,7 +166,7 @@ func (q *queueEntry) dropCardIfUnused(model string) {
 // spec.cards is recorded all the same.
 func (s *State) upsertQueueLocked(obj *v1alpha1.Queue) error {
 	cards, err := cardmodel.QueueCards(obj)
-	q := s.queueLocked(obj.Name)
+	q := s.books.queue(obj.Name)
 	if old := q.spec; old == nil || old.Generation != obj.Generation ||
 		old.Annotations[v1alpha1.VolcanoCardQuotaAnnotation] != obj.Annotations[v1alpha1.VolcanoCardQuotaAnnotation] {
 		s.roomFreedLocked(obj.Name)

@@ -168,7 +168,7 @@ func (s *State) TakeGangNotes() []gang.Key {
 }
 
 func (s *State) noteGangLocked(k gang.Key) {
-	if s.settings.ReadOnly || !s.leader.leading.Load() {
+	if !s.records() {
 		return
 	}
 	s.notes.gangs[k] = struct{}{}
@@ -177,15 +177,6 @@ func (s *State) noteGangLocked(k gang.Key) {
 	default:
 	}
 }
-
-// SetLeading says whether this process leads the scheduler: only the
-// leader records metrics and notes gangs for the status writers. The
-// status writers set it once they see the lease; a first placement (only
-// the leader schedules) sets it sooner.
-func (s *State) SetLeading(leading bool) { s.leader.leading.Store(leading) }
-
-// Leading tells whether this process leads the scheduler.
-func (s *State) Leading() bool { return s.leader.leading.Load() }
 
 // holdOrder is the order the profile's admission checks (PreEnqueue) run
 // in: the gang's own, then queue quota, then card quota.
@@ -214,7 +205,7 @@ func (s *State) heldLocked(g *gangEntry, holder string, why refusal.Refusal) (ch
 	if had && old.String() == why.String() {
 		return false
 	}
-	if !had && !s.settings.ReadOnly && s.leader.leading.Load() {
+	if !had && s.records() {
 		kind := holdKinds[holder]
 		if kind == "" {
 			kind = holder
@@ -247,7 +238,7 @@ func (s *State) observeMinBoundLocked(g *gangEntry) {
 	}
 	g.minBound = boundKey(g.group)
 	g.narrowMissed = false // its next pods, a next wave, are narrowed anew
-	if s.settings.ReadOnly || !s.wiring.synced.Load() || !s.leader.leading.Load() {
+	if !s.records() || !s.wiring.synced.Load() {
 		return
 	}
 	if since := waitingSince(g); !since.IsZero() {

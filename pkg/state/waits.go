@@ -15,15 +15,15 @@ import (
 type waits struct {
 	// room are pods waiting for room in a queue, by queue; models the
 	// card pods among them, woken too when a node's card models change.
-	room   map[string]map[types.UID]*corev1.Pod
+	room   index[string, *corev1.Pod]
 	models map[types.UID]*corev1.Pod
 	// owner are pending pods waiting for an owner to be seen, by the owner
 	// ("ReplicaSet ns/name", as Facts.OwnerUnseen names it).
-	owner map[string]map[types.UID]*corev1.Pod
+	owner index[string, *corev1.Pod]
 	// parkedGangs are the pods of gangs turned away while another gang was
 	// being placed; parkedElastic the elastic pods turned away while gangs
 	// waited for their min (assembly.go).
-	parkedGangs   map[gang.Key]map[types.UID]*corev1.Pod
+	parkedGangs   index[gang.Key, *corev1.Pod]
 	parkedElastic map[types.UID]*corev1.Pod
 	// deferred are gang pods turned away by admission before the state synced.
 	deferred map[types.UID]*corev1.Pod
@@ -31,13 +31,88 @@ type waits struct {
 
 func newWaits() waits {
 	return waits{
-		room:          map[string]map[types.UID]*corev1.Pod{},
+		room:          index[string, *corev1.Pod]{},
 		models:        map[types.UID]*corev1.Pod{},
-		owner:         map[string]map[types.UID]*corev1.Pod{},
-		parkedGangs:   map[gang.Key]map[types.UID]*corev1.Pod{},
+		owner:         index[string, *corev1.Pod]{},
+		parkedGangs:   index[gang.Key, *corev1.Pod]{},
 		parkedElastic: map[types.UID]*corev1.Pod{},
 		deferred:      map[types.UID]*corev1.Pod{},
 	}
+}
+
+// forRoom files a pod as waiting for room in queue; usesCards files it
+// for a change of nodes' card models too.
+func (w *waits) forRoom(pod *corev1.Pod, queue string, usesCards bool) {
+	w.room.add(queue, pod.UID, pod)
+	if usesCards {
+		w.models[pod.UID] = pod
+	}
+}
+
+// takeRoom removes and returns the pods waiting for room in queue.
+func (w *waits) takeRoom(queue string) map[types.UID]*corev1.Pod {
+	pods := w.room.take(queue)
+	for uid := range pods {
+		delete(w.models, uid)
+	}
+	return pods
+}
+
+// takeModels removes and returns the card pods waiting for room, each
+// out of the room of its queue (queueOf).
+func (w *waits) takeModels(queueOf func(*corev1.Pod) string) map[types.UID]*corev1.Pod {
+	pods := w.models
+	for uid, p := range pods {
+		w.room.remove(queueOf(p), uid)
+	}
+	w.models = map[types.UID]*corev1.Pod{}
+	return pods
+}
+
+// leaveRoom drops a pod placed or gone from the room of queue.
+func (w *waits) leaveRoom(queue string, uid types.UID) {
+	w.room.remove(queue, uid)
+	delete(w.models, uid)
+}
+
+// park files a pod turned away while another gang is placed (an elastic
+// pod: while gangs wait for their min).
+func (w *waits) park(k gang.Key, pod *corev1.Pod, elastic bool) {
+	if elastic {
+		w.parkedElastic[pod.UID] = pod
+		return
+	}
+	w.parkedGangs.add(k, pod.UID, pod)
+}
+
+// parked tells whether a pod of gang k is parked, and whether as elastic.
+func (w *waits) parked(k gang.Key, uid types.UID) (parked, elastic bool) {
+	if _, ok := w.parkedElastic[uid]; ok {
+		return true, true
+	}
+	return w.parkedGangs.has(k, uid), false
+}
+
+// takeElastic removes and returns the parked elastic pods.
+func (w *waits) takeElastic() map[types.UID]*corev1.Pod {
+	pods := w.parkedElastic
+	w.parkedElastic = map[types.UID]*corev1.Pod{}
+	return pods
+}
+
+// takeDeferred removes and returns the pods deferred until the state synced.
+func (w *waits) takeDeferred() map[types.UID]*corev1.Pod {
+	pods := w.deferred
+	w.deferred = map[types.UID]*corev1.Pod{}
+	return pods
+}
+
+// forget drops a pod of gang k that is gone from every wait but the
+// room's and the owner's, which its entry names (leaveRoom, forOwner).
+func (w *waits) forget(k gang.Key, uid types.UID) {
+	delete(w.parkedElastic, uid)
+	delete(w.deferred, uid)
+	w.parkedGangs.remove(k, uid)
 }
 
 // Pods turned away by a decision made from the state are woken by the
@@ -61,64 +136,32 @@ func (s *State) WaitForRoom(pod *corev1.Pod, queue string, usesCards bool) {
 }
 
 func (s *State) waitForRoomLocked(pod *corev1.Pod, queue string, usesCards bool) {
-	w := s.waits.room[queue]
-	if w == nil {
-		w = map[types.UID]*corev1.Pod{}
-		s.waits.room[queue] = w
-	}
-	w[pod.UID] = pod
-	if usesCards {
-		s.waits.models[pod.UID] = pod
-	}
+	s.waits.forRoom(pod, queue, usesCards)
 }
 
 // roomFreedLocked wakes the pods waiting for room in queue.
 func (s *State) roomFreedLocked(queue string) {
-	w := s.waits.room[queue]
-	if len(w) == 0 {
-		return
+	if w := s.waits.takeRoom(queue); len(w) > 0 {
+		s.activateLocked(maps.Values(w))
 	}
-	delete(s.waits.room, queue)
-	for uid := range w {
-		delete(s.waits.models, uid)
-	}
-	s.activateLocked(maps.Values(w))
 }
 
 // modelsChangedLocked wakes the card pods waiting for room, when a node's
 // card models changed.
 func (s *State) modelsChangedLocked() {
-	if len(s.waits.models) == 0 {
-		return
+	if len(s.waits.models) > 0 {
+		s.activateLocked(maps.Values(s.waits.takeModels(s.queueOfLocked)))
 	}
-	for uid, p := range s.waits.models {
-		q := s.queueOfLocked(p)
-		if w := s.waits.room[q]; w != nil {
-			delete(w, uid)
-			if len(w) == 0 {
-				delete(s.waits.room, q)
-			}
-		}
-	}
-	s.activateLocked(maps.Values(s.waits.models))
-	s.waits.models = map[types.UID]*corev1.Pod{}
 }
 
 // waitingLocked tells whether a pod waits for room.
 func (s *State) waitingLocked(e *podEntry) bool {
-	_, ok := s.waits.room[e.Queue][e.pod.UID]
-	return ok
+	return s.waits.room.has(e.Queue, e.pod.UID)
 }
 
 // forgetWaitLocked drops a pod placed or gone from the waits.
 func (s *State) forgetWaitLocked(e *podEntry) {
-	if w := s.waits.room[e.Queue]; w != nil {
-		delete(w, e.pod.UID)
-		if len(w) == 0 {
-			delete(s.waits.room, e.Queue)
-		}
-	}
-	delete(s.waits.models, e.pod.UID)
+	s.waits.leaveRoom(e.Queue, e.pod.UID)
 }
 
 // wakePendingLocked wakes a gang's members not placed: when the gang becomes
