@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -145,7 +146,7 @@ func TestHeldGangWakesTheNextOne(t *testing.T) {
 	f.schedule(a[0])
 	f.schedule(b[0])
 	f.schedule(c[0])
-	f.st.Hold(b[1], "ns/b", "test", builder.Because("held by its queue"), "default", false)
+	f.st.Hold(b[1], "ns/b", state.QuotaAdmission{Holder: "test"}, builder.Because("held by its queue"))
 	f.flush()
 	f.h.takeActivated()
 	f.schedule(a[1])

@@ -383,7 +383,7 @@ func TestHeldGangDoesNotHoldBackElasticPods(t *testing.T) {
 	f := newFixture(t)
 	a := f.gang("a", 1, 2, t0)
 	held := f.gang("held", 2, 2, t0.Add(time.Second))
-	f.st.Hold(held[0], "ns/held", "test", builder.Because("held by its queue"), "default", false)
+	f.st.Hold(held[0], "ns/held", state.QuotaAdmission{Holder: "test"}, builder.Because("held by its queue"))
 	f.flush()
 	f.schedule(a[0])
 	if code, _ := f.schedule(a[1]); code != fwk.Success {

@@ -103,7 +103,7 @@ func (s *State) AdmitToQuota(pod *corev1.Pod, a QuotaAdmission) *fwk.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.gangLocked(v.Key)
-	if s.holdLocked(pod, g, a.Holder, why, c.Queue, a.UsesCards) {
+	if s.holdLocked(pod, g, a, why, c.Queue) {
 		s.eventLocked(podGroupRef(g), corev1.EventTypeWarning, a.EventReason, "Admission", text)
 	}
 	s.eventLocked(pod, corev1.EventTypeWarning, a.EventReason, "Admission", text)
@@ -129,27 +129,27 @@ func ShareOfMin(total int64, missing, min int) int64 {
 	return int64(q)
 }
 
-// Hold marks a gang held back by an admission check (holder), for reason,
+// Hold marks a gang held back by an admission check (a.Holder) for why,
 // because pod's queue has no room for the rest of its min, and tells
 // whether that holder's reason changed, so the caller records an event
-// only then. The pod waits for room in queue (WaitForRoom). A held gang is
+// only then. The pod waits for room in its queue (WaitForRoom). A held gang is
 // not about to be placed, so it keeps nobody's elastic pods waiting (SPEC
 // §2.4, §3.4): they are woken, later, from the outbox, never from inside
 // the scheduling queue's call.
-func (s *State) Hold(pod *corev1.Pod, k gang.Key, holder string, why refusal.Refusal, queue string, usesCards bool) (changed bool) {
+func (s *State) Hold(pod *corev1.Pod, k gang.Key, a QuotaAdmission, why refusal.Refusal) (changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.holdLocked(pod, s.gangLocked(k), holder, why, queue, usesCards)
+	return s.holdLocked(pod, s.gangLocked(k), a, why, s.queueOfLocked(pod))
 }
 
-func (s *State) holdLocked(pod *corev1.Pod, g *gangEntry, holder string, why refusal.Refusal, queue string, usesCards bool) (changed bool) {
+func (s *State) holdLocked(pod *corev1.Pod, g *gangEntry, a QuotaAdmission, why refusal.Refusal, queue string) (changed bool) {
 	wasHeld := len(g.held) > 0
-	changed = s.heldLocked(g, holder, why)
+	changed = s.heldLocked(g, a.Holder, why)
 	if !wasHeld {
 		s.wakeElasticLocked()
 		s.wakeNextGangLocked()
 	}
-	s.waitForRoomLocked(pod, queue, usesCards)
+	s.waitForRoomLocked(pod, queue, a.UsesCards)
 	s.refreshGangLocked(g)
 	return changed
 }

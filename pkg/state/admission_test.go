@@ -62,7 +62,7 @@ func TestAdmissionNeverCallsTheFrameworkInline(t *testing.T) {
 	queueLock.Lock() // kube-scheduler holds it while it runs PreEnqueue
 	done := make(chan struct{})
 	go func() {
-		s.Hold(b[0], "ns/b", "CardinalQueue", builder.Because("held by its queue"), "q", false)
+		s.Hold(b[0], "ns/b", QuotaAdmission{Holder: "CardinalQueue"}, builder.Because("held by its queue"))
 		close(done)
 	}()
 	select {

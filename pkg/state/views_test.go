@@ -38,7 +38,7 @@ func TestHolds(t *testing.T) {
 			s.OnPodGroup(podGroup("g", 2, nil))
 			k := gang.Key("ns/g")
 			for _, h := range tc.holds {
-				s.Hold(member("g", 0), k, h[0], builder.Because(h[1]), "q", false)
+				s.Hold(member("g", 0), k, QuotaAdmission{Holder: h[0]}, builder.Because(h[1]))
 			}
 			g, _ := s.GangStatus(k)
 			if got := g.HeldBy(); got == nil || got.String() != tc.want {
