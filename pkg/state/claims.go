@@ -34,7 +34,7 @@ type Claim struct {
 // or, for another pod of the same preemptor (any pod of a gang may be one
 // of its min), a claim of the preemptor's on that node, whose room it took.
 func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
-	pr := s.preemptions.underWay[PreemptorKeyOf(pod)]
+	pr := s.preemptions.of(pod)
 	if pr == nil {
 		return
 	}
@@ -63,12 +63,9 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 	// there, on top of pod, and the gang's last members would each find
 	// the node full of the other's nomination until the room expired.
 	if own, had := pr.claims[pod.UID]; had {
-		delete(pr.claims, pod.UID)
-		delete(s.preemptions.claimOf, pod.UID)
+		s.preemptions.dropClaim(pr, pod.UID)
 		own.Pod = c.Pod
-		pr.claims[c.Pod] = own
-		s.preemptions.claimOf[c.Pod] = pr.key
-		s.refreshClaimsLocked(own.Node)
+		s.preemptions.claim(pr, own)
 	}
 	var stale []*corev1.Pod
 	for _, m := range pr.members {
@@ -85,7 +82,7 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 // preemptor's claims, when pod gives it back (unreserved) while the
 // preemption is under way.
 func (s *State) unuseClaimLocked(pod *corev1.Pod) {
-	pr := s.preemptions.underWay[PreemptorKeyOf(pod)]
+	pr := s.preemptions.of(pod)
 	if pr == nil {
 		return
 	}
@@ -103,12 +100,9 @@ func (s *State) unuseClaimLocked(pod *corev1.Pod) {
 			c.Pod = pod.UID
 		}
 	}
-	if _, has := s.preemptions.claimOf[c.Pod]; has {
-		return
+	if _, has := s.preemptions.claimOf[c.Pod]; !has {
+		s.preemptions.claim(pr, c)
 	}
-	pr.claims[c.Pod] = c
-	s.preemptions.claimOf[c.Pod] = pr.key
-	s.refreshClaimsLocked(c.Node)
 }
 
 // renominatedLocked clears again the nomination of a pod whose room a
@@ -134,20 +128,8 @@ func (s *State) renominatedLocked(pod *corev1.Pod) {
 
 // claimDoneLocked drops a member's claim: it was placed, or it is gone.
 func (s *State) claimDoneLocked(uid types.UID) {
-	key, ok := s.preemptions.claimOf[uid]
-	if !ok {
-		return
-	}
-	delete(s.preemptions.claimOf, uid)
-	pr := s.preemptions.underWay[key]
-	if pr == nil {
-		return
-	}
-	c := pr.claims[uid]
-	delete(pr.claims, uid)
-	s.refreshClaimsLocked(c.Node)
-	if len(pr.claims) == 0 && pr.victims.Len() == 0 {
-		delete(s.preemptions.underWay, key)
+	if key, ok := s.preemptions.claimOf[uid]; ok {
+		s.preemptions.claimDone(key, uid)
 	}
 }
 
@@ -180,42 +162,10 @@ func unnominate(fw Framework, pods []*corev1.Pod) {
 	}()
 }
 
-// refreshClaimsLocked rebuilds a node's claims for lock-free reading.
-func (s *State) refreshClaimsLocked(node string) {
-	var claims []Claim
-	for _, pr := range s.preemptions.underWay {
-		for _, c := range pr.claims {
-			if c.Node == node {
-				claims = append(claims, c)
-			}
-		}
-	}
-	if len(claims) == 0 {
-		if _, had := s.preemptions.claimReads.LoadAndDelete(node); had {
-			s.preemptions.claimNodes.Add(-1)
-		}
-		return
-	}
-	// Counted before it is stored, so a reader that finds it stored also
-	// finds the count above zero.
-	s.preemptions.claimNodes.Add(1)
-	if _, had := s.preemptions.claimReads.Swap(node, claims); had {
-		s.preemptions.claimNodes.Add(-1)
-	}
-}
-
 // ClaimsOn returns the room kept on a node for preemptors' members. It
 // takes no lock: Filter calls it for every node, and while no room is kept
 // anywhere (almost always) it reads one counter.
-func (s *State) ClaimsOn(node string) []Claim {
-	if s.preemptions.claimNodes.Load() == 0 {
-		return nil
-	}
-	if v, ok := s.preemptions.claimReads.Load(node); ok {
-		return v.([]Claim)
-	}
-	return nil
-}
+func (s *State) ClaimsOn(node string) []Claim { return s.preemptions.on(node) }
 
 // KeptFrom is the room kept on a node from pod: what the claims there of
 // preemptors other than pod's own keep for members not yet on the node

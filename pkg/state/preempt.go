@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -175,53 +173,6 @@ func (s *State) Queues() []string {
 	return slices.Sorted(maps.Keys(s.books.queues))
 }
 
-// preemptions are the evictions under way and the room kept for their
-// preemptors, the records that keep a second round from starting before
-// the first one's victims are gone (claims.go keeps the room).
-type preemptions struct {
-	// underWay are the preemptions by preemptor key; victimOf and claimOf
-	// index their victims and the members room is kept for.
-	underWay map[string]*preemption
-	victimOf map[types.UID]string
-	claimOf  map[types.UID]string
-	// unnominated are members whose kept room a sibling took and whose
-	// nomination was cleared; a stale nomination that reaches the pod
-	// later is cleared again.
-	unnominated map[types.UID]struct{}
-	// claimReads mirrors the room kept on each node, for Filter to read
-	// without the lock; claimNodes counts the nodes in it.
-	claimReads sync.Map
-	claimNodes atomic.Int64
-}
-
-func newPreemptions() preemptions {
-	return preemptions{
-		underWay:    map[string]*preemption{},
-		victimOf:    map[types.UID]string{},
-		claimOf:     map[types.UID]string{},
-		unnominated: map[types.UID]struct{}{},
-	}
-}
-
-// preemption is an eviction under way for a preemptor: its victims, until
-// they are gone, and the room kept on nodes for its members until they are
-// placed.
-type preemption struct {
-	key     string
-	victims sets.Set[types.UID]
-	// claims are, per member, the node its room is kept on.
-	claims map[types.UID]Claim
-	// used are the claims placed pods of the preemptor took, by the placed
-	// pod: given back to the members if it is unreserved.
-	used map[types.UID]Claim
-	// members are the preemptor's pods, woken when the victims are gone.
-	members []*corev1.Pod
-	// deadline ends the preemption even if a victim never goes.
-	deadline time.Time
-	// gone is when the last victim went; zero while one remains.
-	gone time.Time
-}
-
 // claimTTL bounds how long, beyond its victims' termination grace period,
 // room stays kept for a preemptor whose victims do not go (a finalizer
 // that never ends), and claimSettle how long after they went for members
@@ -244,50 +195,26 @@ func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev
 	}
 	var grace time.Duration
 	for _, uid := range victims {
-		s.preemptions.victimOf[uid] = p.Key
 		if e := s.books.pods[uid]; e != nil {
 			grace = max(grace, gracePeriod(e.pod))
 		}
 	}
 	pr := &preemption{key: p.Key, victims: sets.New(victims...), claims: map[types.UID]Claim{}, used: map[types.UID]Claim{},
 		deadline: s.clock.Now().Add(grace + claimTTL)}
-	touched := sets.New[string]()
 	for pod, node := range nominated {
 		pr.members = append(pr.members, pod)
-		e := s.books.pods[pod.UID]
-		if e == nil {
-			continue
+		if s.books.pods[pod.UID] != nil {
+			pr.claims[pod.UID] = Claim{Key: p.Key, Pod: pod.UID, Node: node, Request: quota.PodRequests(pod)}
 		}
-		c := Claim{Key: p.Key, Pod: pod.UID, Node: node, Request: quota.PodRequests(pod)}
-		pr.claims[pod.UID] = c
-		s.preemptions.claimOf[pod.UID] = p.Key
-		touched.Insert(node)
 	}
-	s.preemptions.underWay[p.Key] = pr
-	for node := range touched {
-		s.refreshClaimsLocked(node)
-	}
+	s.preemptions.start(pr)
 }
 
 // victimGoneLocked notes that a victim is deleted; the last one wakes its
 // preemptor's members.
 func (s *State) victimGoneLocked(uid types.UID) {
-	key, ok := s.preemptions.victimOf[uid]
-	if !ok {
-		return
-	}
-	delete(s.preemptions.victimOf, uid)
-	pr := s.preemptions.underWay[key]
-	if pr == nil {
-		return
-	}
-	pr.victims.Delete(uid)
-	if pr.victims.Len() == 0 {
-		pr.gone = s.clock.Now()
+	if pr := s.preemptions.victimGone(uid, s.clock.Now()); pr != nil {
 		s.activateLocked(slices.Values(pr.members))
-		if len(pr.claims) == 0 {
-			delete(s.preemptions.underWay, key)
-		}
 	}
 }
 
@@ -311,20 +238,13 @@ func (s *State) EvictionFailed(key string, victim types.UID) {
 // that did not take their room lose their nomination too, so the room is
 // not held for them any more by kube-scheduler's nominator either.
 func (s *State) endPreemptionLocked(pr *preemption, dropNominations bool) {
+	s.preemptions.end(pr)
 	for uid := range pr.victims {
-		delete(s.preemptions.victimOf, uid)
 		// A victim that never went may be counted as free again by other
 		// gangs' admission (FreeableInQueue): those waiting are woken.
 		if e := s.books.pods[uid]; e != nil {
 			s.roomFreedLocked(e.Queue)
 		}
-	}
-	for uid := range pr.claims {
-		delete(s.preemptions.claimOf, uid)
-	}
-	delete(s.preemptions.underWay, pr.key)
-	for _, c := range pr.claims {
-		s.refreshClaimsLocked(c.Node)
 	}
 	if !dropNominations || len(pr.claims) == 0 {
 		return
