@@ -43,6 +43,37 @@ func newAssembly() assembly {
 	return assembly{assembling: sets.New[gang.Key](), awaitingMin: sets.New[gang.Key](), belowMin: sets.New[gang.Key]()}
 }
 
+// refresh files gang g anew by where it stands. It tells whether g was
+// being assembled and is no more (the next parked gang may start), and
+// whether it waited for its min and does no more (elastic pods it kept
+// waiting may go).
+func (a *assembly) refresh(g *gangEntry) (assembled, gotMin bool) {
+	k := g.key
+	wasAssembling, wasAwaiting := a.assembling.Has(k), a.awaitingMin.Has(k)
+	a.assembling.Delete(k)
+	a.awaitingMin.Delete(k)
+	if g.needsMin() && g.reserved > 0 {
+		a.assembling.Insert(k)
+	}
+	if g.needsMin() && len(g.members) >= g.min() {
+		a.awaitingMin.Insert(k)
+	}
+	return wasAssembling && !a.assembling.Has(k), wasAwaiting && !a.awaitingMin.Has(k)
+}
+
+// watchBelowMin files g as bound below its min since now, or not (stale.go).
+func (a *assembly) watchBelowMin(g *gangEntry, below bool, now time.Time) {
+	if !below {
+		g.belowMinSince = time.Time{}
+		a.belowMin.Delete(g.key)
+		return
+	}
+	if g.belowMinSince.IsZero() {
+		g.belowMinSince = now
+		a.belowMin.Insert(g.key)
+	}
+}
+
 // Start is the answer to a gang pod's PreFilter.
 type Start struct {
 	// Gang is the pod's gang; "" for a pod without one.
@@ -330,15 +361,7 @@ func (s *State) wakeGang(k gang.Key) {
 // forgets a gang nothing is left of.
 func (s *State) refreshGangLocked(g *gangEntry) {
 	k := g.key
-	wasAssembling, wasNeeding := s.assembly.assembling.Has(k), s.assembly.awaitingMin.Has(k)
-	s.assembly.assembling.Delete(k)
-	s.assembly.awaitingMin.Delete(k)
-	if g.needsMin() && g.reserved > 0 {
-		s.assembly.assembling.Insert(k)
-	}
-	if g.needsMin() && len(g.members) >= g.min() {
-		s.assembly.awaitingMin.Insert(k)
-	}
+	assembled, gotMin := s.assembly.refresh(g)
 	admissible := g.group != nil && len(g.members) >= g.min() && !g.split()
 	if admissible && !g.admissible {
 		s.releasedLocked(g, splitHolder)
@@ -354,10 +377,10 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 		delete(s.notes.gangs, k)
 		s.books.gangCreated.Delete(k)
 	}
-	if wasAssembling && !s.assembly.assembling.Has(k) {
+	if assembled {
 		s.wakeNextGangLocked()
 	}
-	if wasNeeding && !s.assembly.awaitingMin.Has(k) {
+	if gotMin {
 		s.wakeElasticLocked()
 	}
 }

@@ -41,15 +41,7 @@ func (s *State) watchBelowMinLocked(g *gangEntry) {
 	// Permit and gives back) do not restart the clock, or such a gang would
 	// never be given back; members terminating count as bound until gone.
 	bound := len(g.placed) - g.reserved
-	if g.group != nil && bound > 0 && bound+g.terminating < g.min() {
-		if g.belowMinSince.IsZero() {
-			g.belowMinSince = s.clock.Now()
-			s.assembly.belowMin.Insert(g.key)
-		}
-		return
-	}
-	g.belowMinSince = time.Time{}
-	s.assembly.belowMin.Delete(g.key)
+	s.assembly.watchBelowMin(g, g.group != nil && bound > 0 && bound+g.terminating < g.min(), s.clock.Now())
 }
 
 // StaleGangs lists the gangs bound below their min for longer than the
