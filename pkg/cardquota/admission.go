@@ -36,7 +36,7 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 // annotation (or volcano.sh/card.request), its share for the members still
 // missing (state.ShareOfMin); without one, this pod's cards for each
 // missing member.
-func (p *Plugin) held(pod *corev1.Pod, v state.GangView, missing int, c state.Prospect) (refusal.Refusal, bool) {
+func (p *Plugin) held(pod *corev1.Pod, v state.GangStatus, missing int, c state.PodView) (refusal.Refusal, bool) {
 	cards := p.state.Cards(c.Queue)
 	reqs, invalid := gangRequests(c, v.Group, missing, cards)
 	if invalid != nil {
@@ -73,7 +73,7 @@ func (p *Plugin) held(pod *corev1.Pod, v state.GangView, missing int, c state.Pr
 }
 
 // gangRequests is what the rest of a gang's min needs in cards.
-func gangRequests(c state.Prospect, pg *schedv1alpha1.PodGroup, missing int, cards map[string]state.CardUsage) ([]cardmodel.Request, *refusal.AnnotationInvalid) {
+func gangRequests(c state.PodView, pg *schedv1alpha1.PodGroup, missing int, cards map[string]state.CardUsage) ([]cardmodel.Request, *refusal.AnnotationInvalid) {
 	if v, from, ok := cardmodel.Annotation(pg.Annotations, v1alpha1.CardRequestAnnotation, v1alpha1.VolcanoCardRequestAnnotation); ok {
 		reqs, err := cardmodel.ParseRequest(v)
 		if err != nil {
@@ -128,7 +128,7 @@ func shortfall(queue string, reqs []cardmodel.Request, cards map[string]state.Ca
 // non-preemptible (SPEC §3.5), the first request that does not fit the
 // queue's guarantee of its models less their non-preemptible use; nil when
 // all fit.
-func guaranteeShortfall(k gang.Key, c state.Prospect, missing int, reqs []cardmodel.Request, cards map[string]state.CardUsage) refusal.Refusal {
+func guaranteeShortfall(k gang.Key, c state.PodView, missing int, reqs []cardmodel.Request, cards map[string]state.CardUsage) refusal.Refusal {
 	r, short := firstShort(reqs, cards, func(u state.CardUsage, _ string) int64 { return u.Guarantee - u.NonPreemptible })
 	if !short {
 		return nil

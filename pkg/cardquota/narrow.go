@@ -30,7 +30,7 @@ import (
 // resize), or missed before (it, or its gang while waiting for its min),
 // when an earlier PreFilter refused the pod, and when those nodes are all
 // there are.
-func (p *Plugin) narrow(cs fwk.CycleState, s *stateData, pod *corev1.Pod, c state.Prospect, infos fwk.NodeInfoLister, all int) *fwk.PreFilterResult {
+func (p *Plugin) narrow(cs fwk.CycleState, s *stateData, pod *corev1.Pod, c state.PodView, infos fwk.NodeInfoLister, all int) *fwk.PreFilterResult {
 	if len(s.names) == 0 || len(s.requests) != 1 || c.NarrowMissed || pod.Status.NominatedNodeName != "" || pod.Spec.NodeName != "" ||
 		state.RefusedAtPreFilter(cs) {
 		return nil

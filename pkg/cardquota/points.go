@@ -206,7 +206,7 @@ func (s *stateData) checkAny() *fwk.Status {
 // newStateData is a prospect's card numbers as its queue's quota and use
 // stand now. PreFilter adds the requests Filter ranges over; the queueing
 // hint's quota check reads the prospect's own.
-func (p *Plugin) newStateData(c state.Prospect) *stateData {
+func (p *Plugin) newStateData(c state.PodView) *stateData {
 	s := &stateData{queue: c.Queue, nonPreemptible: c.NonPreemptible, names: c.CardNames, cards: p.state.Cards(c.Queue)}
 	if c.Displaced != nil {
 		// The min member this pod pushes out to elastic leaves the
@@ -267,7 +267,7 @@ func (p *Plugin) adjust(cs fwk.CycleState, other *corev1.Pod, nodeInfo fwk.NodeI
 		return nil
 	}
 	cards := c.Cards
-	if !c.Placed {
+	if !c.Placed() {
 		// A nominated pod, not yet placed: what it would be charged there.
 		node, _ := p.state.Node(nodeInfo.Node().Name)
 		cards = node.PodCards(other)

@@ -382,7 +382,7 @@ func TestShortfall(t *testing.T) {
 // never holds a gang whose missing pods may be the small ones (5 cards
 // over 2 pods: the missing pod may need 2).
 func TestGangRequests(t *testing.T) {
-	c := state.Prospect{Facts: state.Facts{Queue: "a"}}
+	c := state.PodView{Facts: state.Facts{Queue: "a"}}
 	pg := builder.MakePodGroup("ns", "g", 2).Annotation(v1alpha1.CardRequestAnnotation, `{"NVIDIA-H200":5}`).Obj()
 	tests := []struct {
 		missing int
@@ -408,7 +408,7 @@ func TestGuaranteeShortfall(t *testing.T) {
 		rtx:  {Listed: true, Guarantee: 2, Capability: 8, Allocated: 6, NonPreemptible: 1},
 		rtxD: {Listed: true, Guarantee: 1, Capability: 8, Allocated: 1, NonPreemptible: 1},
 	}
-	c := state.Prospect{Facts: state.Facts{Queue: "a", Preemptibility: workload.NonPreemptible}, NonPreemptible: true}
+	c := state.PodView{Facts: state.Facts{Queue: "a", Preemptibility: workload.NonPreemptible}, NonPreemptible: true}
 	tests := []struct {
 		name string
 		reqs []cardmodel.Request

@@ -39,7 +39,7 @@ func TestReserveAfterTheGangGaveUp(t *testing.T) {
 	}
 	f.p.Unreserve(ctx, cs1, a[1], "node")
 	f.flush()
-	if v, _ := f.st.Gang("ns/a"); v.Placed != 0 {
+	if v, _ := f.st.GangStatus("ns/a"); v.Placed != 0 {
 		t.Errorf("gang a has %d placed, want none", v.Placed)
 	}
 	if code, _ := f.schedule(b[0]); code != fwk.Wait {

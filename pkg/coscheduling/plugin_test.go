@@ -243,7 +243,7 @@ func TestPermitTimeoutReleasesTheGang(t *testing.T) {
 	if wp := f.h.waitingPod(pods[1]); wp.rejected == "" {
 		t.Error("the sibling waiting at Permit was not rejected: it would keep its node")
 	}
-	if v, _ := f.st.Gang("ns/train"); v.Placed != 1 {
+	if v, _ := f.st.GangStatus("ns/train"); v.Placed != 1 {
 		t.Errorf("placed = %d after one unreserve, want 1 (the rejected sibling unreserves itself)", v.Placed)
 	}
 	if len(f.h.events) != 1 {
@@ -466,7 +466,7 @@ func TestGangThatCannotFitReservesNothing(t *testing.T) {
 	}
 	f.p.PostFilter(context.Background(), cs, pods[0], nil)
 	f.flush()
-	if v, _ := f.st.Gang("ns/big"); v.Placed != 0 {
+	if v, _ := f.st.GangStatus("ns/big"); v.Placed != 0 {
 		t.Errorf("gang placed %d; want nothing placed", v.Placed)
 	}
 	if _, s := f.p.PreFilter(context.Background(), framework.NewCycleState(), pods[1], f.nodes); !strings.Contains(s.Message(), "backing off") {

@@ -87,8 +87,8 @@ func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 			return nil, fwk.NewStatus(fwk.Unschedulable)
 		}
 	}
-	v, ok := p.state.Gang(k)
-	if !ok {
+	v, ok := p.state.GangStatus(k)
+	if !ok || v.Group == nil {
 		return nil, refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.NoPodGroup{Gang: string(k)})
 	}
 	if v.Placed >= int(v.Group.Spec.MinMember) {

@@ -26,7 +26,7 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 
 // held says why the rest of a gang's min cannot fit its queue's resource
 // quota. A queue that does not exist is not judged: PreFilter says so.
-func (p *Plugin) held(pod *corev1.Pod, v state.GangView, missing int, c state.Prospect) (refusal.Refusal, bool) {
+func (p *Plugin) held(pod *corev1.Pod, v state.GangStatus, missing int, c state.PodView) (refusal.Refusal, bool) {
 	u := p.state.QuotaUsage(c.Queue)
 	if !u.Exists {
 		return nil, false
@@ -39,7 +39,7 @@ func (p *Plugin) held(pod *corev1.Pod, v state.GangView, missing int, c state.Pr
 // share for the members still missing, state.ShareOfMin), else this pod's
 // request for each. freeable is asked only when the queue's capability is
 // short without it.
-func heldReason(v state.GangView, missing int, c state.Prospect, u state.Usage, freeable func() state.Freeable) refusal.Refusal {
+func heldReason(v state.GangStatus, missing int, c state.PodView, u state.Usage, freeable func() state.Freeable) refusal.Refusal {
 	need := quota.Resources{}
 	if min := v.Group.Spec.MinMember; len(v.Group.Spec.MinResources) > 0 && min > 0 {
 		for name, n := range quota.FromList(v.Group.Spec.MinResources) {

@@ -91,7 +91,7 @@ func TestGuard(t *testing.T) {
 		var out []*unit
 		for range n {
 			out = append(out, &unit{kind: elasticPod, queue: queue, reclaim: queue != "b",
-				pods: []state.Occupant{{Cards: map[string]int64{h200: 1}}}})
+				pods: []state.PodView{{Cards: map[string]int64{h200: 1}}}})
 		}
 		return out
 	}

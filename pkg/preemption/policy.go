@@ -28,7 +28,7 @@ func (k kind) String() string {
 // first, and go with it if its min members do (parent).
 type unit struct {
 	kind     kind
-	pods     []state.Occupant
+	pods     []state.PodView
 	queue    string
 	gang     gang.Key
 	priority int32
@@ -80,8 +80,8 @@ type eligibility struct {
 // other preemptible work of lower priority; in a queue it reclaims from,
 // elastic pods always, other preemptible work where the queue is
 // reclaimable, whatever its priority.
-func (el eligibility) units(placed []state.Occupant) []*unit {
-	byGang := map[gang.Key][]state.Occupant{}
+func (el eligibility) units(placed []state.PodView) []*unit {
+	byGang := map[gang.Key][]state.PodView{}
 	var out []*unit
 	for _, p := range placed {
 		if p.Gang != "" {
@@ -90,12 +90,12 @@ func (el eligibility) units(placed []state.Occupant) []*unit {
 			}
 			continue
 		}
-		if u := el.whole(singlePod, []state.Occupant{p}); u != nil {
+		if u := el.whole(singlePod, []state.PodView{p}); u != nil {
 			out = append(out, u)
 		}
 	}
 	for _, pods := range byGang {
-		var members, elastic []state.Occupant
+		var members, elastic []state.PodView
 		for _, p := range pods {
 			if p.Elastic {
 				elastic = append(elastic, p)
@@ -111,7 +111,7 @@ func (el eligibility) units(placed []state.Occupant) []*unit {
 			if p.Preemptibility == workload.NonPreemptible || !el.mayTake(p.Queue, true) {
 				continue
 			}
-			out = append(out, &unit{kind: elasticPod, pods: []state.Occupant{p}, queue: p.Queue, gang: p.Gang,
+			out = append(out, &unit{kind: elasticPod, pods: []state.PodView{p}, queue: p.Queue, gang: p.Gang,
 				priority: p.Priority, rank: p.Rank, cards: cardsOf(p), reclaim: p.Queue != el.pre.Queue, parent: parent})
 		}
 	}
@@ -121,7 +121,7 @@ func (el eligibility) units(placed []state.Occupant) []*unit {
 
 // whole is the unit of pods evicted together (a pod without a gang, or a
 // gang's min members), or nil when they may not be.
-func (el eligibility) whole(k kind, pods []state.Occupant) *unit {
+func (el eligibility) whole(k kind, pods []state.PodView) *unit {
 	if len(pods) == 0 {
 		return nil
 	}
@@ -152,7 +152,7 @@ func (el eligibility) mayTake(queue string, elastic bool) bool {
 	return ok && (elastic || reclaimable)
 }
 
-func cardsOf(p state.Occupant) int64 {
+func cardsOf(p state.PodView) int64 {
 	var n int64
 	for _, c := range p.Cards {
 		n += c

@@ -15,10 +15,11 @@ import (
 
 // placed builds a placed pod: name, queue, gang ("" for none), priority,
 // preemptibility, elastic, rank, cards.
-func placed(name, queue string, g gang.Key, priority int32, pr workload.Preemptibility, elastic bool, rank int, cards int64) state.Occupant {
-	return state.Occupant{
-		Pod:  &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}},
-		Node: "n", Queue: queue, Gang: g, Priority: priority, Preemptibility: pr, Elastic: elastic, Rank: rank,
+func placed(name, queue string, g gang.Key, priority int32, pr workload.Preemptibility, elastic bool, rank int, cards int64) state.PodView {
+	return state.PodView{
+		Pod:   &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}},
+		Facts: state.Facts{Queue: queue, Gang: g, Priority: priority, Preemptibility: pr},
+		Node:  "n", Elastic: elastic, Rank: rank,
 		Cards: map[string]int64{"NVIDIA-H200": cards}, Bound: true,
 	}
 }
@@ -53,42 +54,42 @@ func TestUnits(t *testing.T) {
 		// priority is the preemptor's, when not 500.
 		priority    int32
 		reclaimFrom map[string]bool
-		placed      []state.Occupant
+		placed      []state.PodView
 		want        []string
 	}{
-		{"in its queue: lower-priority preemptible pods, not higher, not equal, never non-preemptible", 0, nil, []state.Occupant{
+		{"in its queue: lower-priority preemptible pods, not higher, not equal, never non-preemptible", 0, nil, []state.PodView{
 			placed("low", "q", "", 10, pre, false, 0, 1),
 			placed("equal", "q", "", 500, pre, false, 0, 1),
 			placed("high", "q", "", 1000, pre, false, 0, 1),
 			placed("low-np", "q", "", 10, non, false, 0, 1),
 		}, []string{"pod:low"}},
-		{"in its queue: elastic pods of any priority, the newest first; never its own gang's", 0, nil, []state.Occupant{
+		{"in its queue: elastic pods of any priority, the newest first; never its own gang's", 0, nil, []state.PodView{
 			placed("g-0", "q", "ns/g", 1000, pre, false, 0, 1),
 			placed("g-1", "q", "ns/g", 1000, pre, true, 1, 1),
 			placed("g-2", "q", "ns/g", 1000, pre, true, 2, 1),
 			placed("p-3", "q", "ns/p", 10, pre, true, 3, 1),
 		}, []string{"elastic pod:g-1", "elastic pod:g-2"}},
-		{"a gang goes whole: its min members are one unit, after pods without a gang", 0, nil, []state.Occupant{
+		{"a gang goes whole: its min members are one unit, after pods without a gang", 0, nil, []state.PodView{
 			placed("g-0", "q", "ns/g", 10, pre, false, 0, 1),
 			placed("g-1", "q", "ns/g", 10, pre, false, 1, 1),
 			placed("g-2", "q", "ns/g", 10, pre, true, 2, 1),
 			placed("solo", "q", "", 10, pre, false, 0, 1),
 		}, []string{"gang:g-0,g-1", "pod:solo", "elastic pod:g-2"}},
-		{"a gang with one non-preemptible member is not a victim; its preemptible elastic pods are", 0, nil, []state.Occupant{
+		{"a gang with one non-preemptible member is not a victim; its preemptible elastic pods are", 0, nil, []state.PodView{
 			placed("semi-0", "q", "ns/semi", 10, non, false, 0, 1),
 			placed("semi-1", "q", "ns/semi", 10, non, false, 1, 1),
 			placed("semi-2", "q", "ns/semi", 10, pre, true, 2, 1),
 			placed("semi-3", "q", "ns/semi", 10, non, true, 3, 1),
 		}, []string{"elastic pod:semi-2"}},
-		{"a gang's priority is its highest member's", 0, nil, []state.Occupant{
+		{"a gang's priority is its highest member's", 0, nil, []state.PodView{
 			placed("g-0", "q", "ns/g", 10, pre, false, 0, 1),
 			placed("g-1", "q", "ns/g", 600, pre, false, 1, 1),
 		}, nil},
-		{"negative priorities: a gang of -20 and -10 has -10, below -5", -5, nil, []state.Occupant{
+		{"negative priorities: a gang of -20 and -10 has -10, below -5", -5, nil, []state.PodView{
 			placed("g-0", "q", "ns/g", -20, pre, false, 0, 1),
 			placed("g-1", "q", "ns/g", -10, pre, false, 1, 1),
 		}, []string{"gang:g-0,g-1"}},
-		{"other queues: none unless reclaimed from; elastic pods always; the rest where reclaimable, any priority", 0, map[string]bool{"open": true, "closed": false}, []state.Occupant{
+		{"other queues: none unless reclaimed from; elastic pods always; the rest where reclaimable, any priority", 0, map[string]bool{"open": true, "closed": false}, []state.PodView{
 			placed("idle", "elsewhere", "", 10, pre, false, 0, 1),
 			placed("open-high", "open", "", 1000, pre, false, 0, 1),
 			placed("open-np", "open", "", 10, non, false, 0, 1),
@@ -115,14 +116,14 @@ func TestUnits(t *testing.T) {
 // evicting the gang takes them too and no elastic pod is left without its
 // min.
 func TestUnitsParent(t *testing.T) {
-	units := eligibility{pre: state.Preemptor{Queue: "q", Priority: 500}}.units([]state.Occupant{
+	units := eligibility{pre: state.Preemptor{Queue: "q", Priority: 500}}.units([]state.PodView{
 		placed("g-0", "q", "ns/g", 10, pre, false, 0, 1),
 		placed("g-1", "q", "ns/g", 10, pre, true, 1, 1),
 	})
 	if len(units) != 2 || units[1].parent != units[0] {
 		t.Fatalf("units %v: want the elastic pod's parent to be its gang", unitNames(units))
 	}
-	units = eligibility{pre: state.Preemptor{Queue: "q", Priority: 5}}.units([]state.Occupant{
+	units = eligibility{pre: state.Preemptor{Queue: "q", Priority: 5}}.units([]state.PodView{
 		placed("g-0", "q", "ns/g", 10, pre, false, 0, 1),
 		placed("g-1", "q", "ns/g", 10, pre, true, 1, 1),
 	})

@@ -13,40 +13,20 @@ import (
 	"cardinal.dev/cardinal/pkg/refusal"
 )
 
-// GangView is a copy of what admission checks read of a gang.
-type GangView struct {
-	Key gang.Key
-	// Group is the PodGroup as last delivered by the informer (read only).
-	Group *schedv1alpha1.PodGroup
-	// Members are its live pods of Cardinal's profile; Placed those placed.
-	Members, Placed int
-}
-
-// Gang returns a copy of a gang's numbers; false if it has no PodGroup.
-func (s *State) Gang(k gang.Key) (GangView, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	g := s.books.gangs[k]
-	if g == nil || g.group == nil {
-		return GangView{Key: k}, false
-	}
-	return GangView{Key: k, Group: g.group, Members: len(g.members), Placed: len(g.placed)}, true
-}
-
 // minToAdmit starts an admission check of a gang's pod (the quota plugins'
 // PreEnqueue): it returns the pod's gang and how many more placed pods its
 // min needs, or 0 when there is nothing to check: no gang, no PodGroup (the
 // gang plugin says so), or its min placed, which ends holder's hold. Before
 // the state has synced, st turns the pod away until it has (Defer).
-func (s *State) minToAdmit(pod *corev1.Pod, holder string) (v GangView, missing int, st *fwk.Status) {
+func (s *State) minToAdmit(pod *corev1.Pod, holder string) (v GangStatus, missing int, st *fwk.Status) {
 	k, ok := gang.Of(pod)
 	if !ok {
-		return GangView{}, 0, nil
+		return GangStatus{}, 0, nil
 	}
 	if !s.Synced() {
-		return GangView{}, 0, s.Defer(pod)
+		return GangStatus{}, 0, s.Defer(pod)
 	}
-	if v, ok = s.Gang(k); !ok {
+	if v, ok = s.GangStatus(k); !ok || v.Group == nil {
 		return v, 0, nil
 	}
 	if missing = int(v.Group.Spec.MinMember) - v.Placed; missing <= 0 {
@@ -70,7 +50,7 @@ type QuotaAdmission struct {
 	// the pod's queue, or nil when it fits. judged is false when the check
 	// has nothing to say about the gang (the plugin's PreFilter refuses
 	// its pods and says why): its hold, if any, is left as it is.
-	Check func(pod *corev1.Pod, v GangView, missing int, c Prospect) (why refusal.Refusal, judged bool)
+	Check func(pod *corev1.Pod, v GangStatus, missing int, c PodView) (why refusal.Refusal, judged bool)
 }
 
 // AdmitToQuota is a quota plugin's PreEnqueue: it holds a gang back, so

@@ -2,7 +2,6 @@ package state
 
 import (
 	"fmt"
-	"maps"
 	"sort"
 	"time"
 
@@ -10,26 +9,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
-	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/workload"
 )
-
-// Prospect is what the quota plugins judge a pod by in a scheduling cycle:
-// its facts, and what placing it would do to its queue's non-preemptible
-// use (SPEC §3.5).
-type Prospect struct {
-	Facts
-	// NonPreemptible: placed now, the pod would be charged as non-preemptible.
-	NonPreemptible bool
-	// Displaced, when not nil, is the charge of the min member of the pod's
-	// semi-preemptible gang that placing it would push out to elastic: it
-	// leaves the queue's non-preemptible use as the pod enters it.
-	Displaced *Charge
-	// NarrowMissed: the pod, or another pod of its gang since the gang's
-	// min was last bound, fit none of the nodes its cycle was narrowed
-	// to: it is not narrowed (narrow.go).
-	NarrowMissed bool
-}
 
 // QueueOf is the queue a pod resolves to now (SPEC §1.1), whether the
 // state knows the pod or not (a queueing hint may ask about a pod already
@@ -70,7 +51,7 @@ func (s *State) GangCreated(k gang.Key) (time.Time, bool) {
 // (kube-scheduler's informer handler can run before the state's) is judged
 // by its facts as the state would record them, and is recorded by the
 // informer, or by Reserve if it is placed first.
-func (s *State) Prospect(pod *corev1.Pod) Prospect {
+func (s *State) Prospect(pod *corev1.Pod) PodView {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e := s.books.pods[pod.UID]
@@ -116,8 +97,8 @@ func changedSinceLocked(e *podEntry, queue string, class workload.Preemptibility
 }
 
 // prospectLocked reads the state only; the read lock is enough.
-func (s *State) prospectLocked(e *podEntry, pod *corev1.Pod) Prospect {
-	c := Prospect{Facts: e.Facts, NarrowMissed: s.narrowMissedLocked(e)}
+func (s *State) prospectLocked(e *podEntry, pod *corev1.Pod) PodView {
+	c := PodView{Facts: e.Facts, Pod: pod, NarrowMissed: s.narrowMissedLocked(e)}
 	switch e.Preemptibility {
 	case workload.NonPreemptible:
 		c.NonPreemptible = true
@@ -133,32 +114,22 @@ func (s *State) prospectLocked(e *podEntry, pod *corev1.Pod) Prospect {
 			c.NonPreemptible = true
 			if len(g.placed) >= m && g.placed[m-1].nonPreemptible() {
 				d := g.placed[m-1]
-				c.Displaced = &Charge{Queue: d.Queue, Placed: true, Request: d.Request, Cards: maps.Clone(d.cards), NonPreemptible: true}
+				displaced := d.view()
+				c.Displaced = &displaced
 			}
 		}
 	}
 	return c
 }
 
-// Charge is what one pod is charged: its queue, whether it is placed, its
-// request and cards, and whether it counts as non-preemptible.
-type Charge struct {
-	Queue          string
-	Placed         bool
-	Request        quota.Resources
-	Cards          map[string]int64
-	NonPreemptible bool
-	Elastic        bool
-}
-
 // ChargeOf returns what a pod is charged; false for a pod the state does
 // not know. Preemption simulation reads it for the pods it adds and removes.
-func (s *State) ChargeOf(pod *corev1.Pod) (Charge, bool) {
+func (s *State) ChargeOf(pod *corev1.Pod) (PodView, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e := s.books.pods[pod.UID]
 	if e == nil {
-		return Charge{}, false
+		return PodView{}, false
 	}
-	return Charge{Queue: e.Queue, Placed: e.placed(), Request: e.Request, Cards: maps.Clone(e.cards), NonPreemptible: e.nonPreemptible(), Elastic: e.elastic}, true
+	return e.view(), true
 }

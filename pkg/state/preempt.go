@@ -13,7 +13,6 @@ import (
 
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/quota"
-	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // What preemption (pkg/preemption) reads of the state, and what it records
@@ -113,29 +112,13 @@ func (s *State) PreemptionUnderWay(pod *corev1.Pod) bool {
 	return s.preemptions.underWay[PreemptorKeyOf(pod)] != nil
 }
 
-// Occupant is a placed pod as preemption sees it: a possible victim.
-type Occupant struct {
-	Pod            *corev1.Pod
-	Node           string
-	Queue          string
-	Gang           gang.Key
-	Priority       int32
-	Preemptibility workload.Preemptibility
-	// Elastic: placed beyond its gang's min, by rank (pkg/gang).
-	Elastic bool
-	// Rank is its place among its gang's placed pods, 0 the oldest.
-	Rank int
-	// Bound is false for a pod this scheduler reserved and has not bound.
-	Bound   bool
-	Request quota.Resources
-	Cards   map[string]int64
-}
-
-// PlacedIn lists the placed pods of queues, in O(their placed pods).
-func (s *State) PlacedIn(queues ...string) []Occupant {
+// PlacedIn lists the placed pods of queues, possible victims of
+// preemption, in O(their placed pods). Each is seen with the
+// preemptibility it was booked with (SPEC §3.7) and its rank in its gang.
+func (s *State) PlacedIn(queues ...string) []PodView {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var out []Occupant
+	var out []PodView
 	// ranks are the placed pods' ranks in their gangs, found once per gang.
 	ranks := map[*podEntry]int{}
 	for _, name := range queues {
@@ -147,10 +130,7 @@ func (s *State) PlacedIn(queues ...string) []Occupant {
 			if _, victim := s.preemptions.victimOf[e.pod.UID]; victim || e.terminating {
 				continue // already being evicted, or deleted
 			}
-			p := Occupant{
-				Pod: e.pod, Node: e.node, Queue: e.Queue, Gang: e.Gang, Priority: e.Priority,
-				Preemptibility: e.bookedPreemptibility(), Elastic: e.elastic, Bound: e.bound, Request: e.Request, Cards: e.cards,
-			}
+			p := e.view()
 			if g := s.books.gangs[e.Gang]; g != nil {
 				if _, ok := ranks[e]; !ok {
 					ranks[e] = -1 // not among them: no rank

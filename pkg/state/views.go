@@ -13,8 +13,9 @@ import (
 	"cardinal.dev/cardinal/pkg/refusal"
 )
 
-// GangStatus is a copy of what the state knows of one gang, for people:
-// kubectl cardinal, PodGroup annotations and metrics.
+// GangStatus is a copy of what the state knows of one gang: what admission
+// checks judge it by, and what people see of it (kubectl cardinal, PodGroup
+// annotations, metrics).
 type GangStatus struct {
 	Key gang.Key
 	// Group is the PodGroup as last delivered (read only); nil if not seen.
