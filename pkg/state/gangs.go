@@ -46,7 +46,7 @@ type gangEntry struct {
 	// and scheduler; its pods are woken when it becomes so.
 	admissible bool
 	// minBound is the UID of the PodGroup whose min was seen bound (its
-	// wait observed once, views.go); "" while it waits for its min.
+	// wait observed once, gangstatus.go); "" while it waits for its min.
 	minBound types.UID
 	// waitSince, when set, is when it began to wait anew after losing every
 	// placed pod; before that it waits since its PodGroup's creation.

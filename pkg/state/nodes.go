@@ -294,3 +294,24 @@ func (s *State) IsCardResource(name corev1.ResourceName) bool {
 func (b *books) isCardResource(name corev1.ResourceName) bool {
 	return cardmodel.IsCardResource(name) || b.cardResources[name]
 }
+
+// NodeModels counts nodes per card model they carry, and nodes with card
+// resources that no product label names (SPEC §1.4).
+func (s *State) NodeModels() (perModel map[string]int, unlabelled int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	perModel = map[string]int{}
+	for _, n := range s.books.nodes {
+		seen := map[string]bool{}
+		for _, c := range n.models.Cards {
+			if !seen[c.Model] {
+				seen[c.Model] = true
+				perModel[c.Model]++
+			}
+		}
+		if len(n.models.Unlabelled) > 0 {
+			unlabelled++
+		}
+	}
+	return perModel, unlabelled
+}

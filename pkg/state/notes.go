@@ -24,3 +24,32 @@ func newNotes() notes {
 		reported:  map[string]string{},
 	}
 }
+
+// GangNotes returns a channel that is signalled (without blocking) when
+// some gang's admission holds or backoff changed; TakeGangNotes then says
+// which. The PodGroup status writer re-reads those gangs: a held gang's
+// pods are never tried, so nothing on them changes to tell it.
+func (s *State) GangNotes() <-chan struct{} { return s.notes.gangNotes }
+
+// TakeGangNotes returns and forgets the gangs noted since the last call.
+func (s *State) TakeGangNotes() []gang.Key {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]gang.Key, 0, len(s.notes.gangs))
+	for k := range s.notes.gangs {
+		out = append(out, k)
+	}
+	clear(s.notes.gangs)
+	return out
+}
+
+func (s *State) noteGangLocked(k gang.Key) {
+	if !s.records() {
+		return
+	}
+	s.notes.gangs[k] = struct{}{}
+	select {
+	case s.notes.gangNotes <- struct{}{}:
+	default:
+	}
+}

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"slices"
 	"sort"
 	"time"
 
@@ -128,102 +127,6 @@ func (s *State) Gangs() []GangStatus {
 
 // Now is the state's clock.
 func (s *State) Now() time.Time { return s.clock.Now() }
-
-// NodeModels counts nodes per card model they carry, and nodes with card
-// resources that no product label names (SPEC §1.4).
-func (s *State) NodeModels() (perModel map[string]int, unlabelled int) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	perModel = map[string]int{}
-	for _, n := range s.books.nodes {
-		seen := map[string]bool{}
-		for _, c := range n.models.Cards {
-			if !seen[c.Model] {
-				seen[c.Model] = true
-				perModel[c.Model]++
-			}
-		}
-		if len(n.models.Unlabelled) > 0 {
-			unlabelled++
-		}
-	}
-	return perModel, unlabelled
-}
-
-// GangNotes returns a channel that is signalled (without blocking) when
-// some gang's admission holds or backoff changed; TakeGangNotes then says
-// which. The PodGroup status writer re-reads those gangs: a held gang's
-// pods are never tried, so nothing on them changes to tell it.
-func (s *State) GangNotes() <-chan struct{} { return s.notes.gangNotes }
-
-// TakeGangNotes returns and forgets the gangs noted since the last call.
-func (s *State) TakeGangNotes() []gang.Key {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]gang.Key, 0, len(s.notes.gangs))
-	for k := range s.notes.gangs {
-		out = append(out, k)
-	}
-	clear(s.notes.gangs)
-	return out
-}
-
-func (s *State) noteGangLocked(k gang.Key) {
-	if !s.records() {
-		return
-	}
-	s.notes.gangs[k] = struct{}{}
-	select {
-	case s.notes.gangNotes <- struct{}{}:
-	default:
-	}
-}
-
-// holdOrder is the order the profile's admission checks (PreEnqueue) run
-// in: the gang's own, then queue quota, then card quota.
-var holdOrder = []string{splitHolder, "CardinalQueue", "CardinalCardQuota"}
-
-// holdKinds names, for metrics, what each admission check holds gangs for.
-var holdKinds = map[string]string{
-	splitHolder:         "gang-split",
-	"CardinalQueue":     "queue-quota",
-	"CardinalCardQuota": "card-quota",
-}
-
-// heldLocked records that holder now holds gang g for why; it tells
-// whether that is news (a new hold or a new reason). The checks that run
-// after holder are not run while it holds: their holds are dropped, so
-// none stays behind once what it said is mended.
-func (s *State) heldLocked(g *gangEntry, holder string, why refusal.Refusal) (changed bool) {
-	if i := slices.Index(holdOrder, holder); i >= 0 {
-		for _, later := range holdOrder[i+1:] {
-			s.releasedLocked(g, later)
-		}
-	}
-	g.waits = nil // a held gang waits for its queue, not for another gang
-	old, had := g.held[holder]
-	g.held[holder] = why
-	if had && old.String() == why.String() {
-		return false
-	}
-	if !had && s.records() {
-		kind := holdKinds[holder]
-		if kind == "" {
-			kind = holder
-		}
-		metrics.AdmissionsHeld.WithLabelValues(kind).Inc()
-	}
-	s.noteGangLocked(g.key)
-	return true
-}
-
-// releasedLocked records that holder no longer holds gang g.
-func (s *State) releasedLocked(g *gangEntry, holder string) {
-	if _, had := g.held[holder]; had {
-		delete(g.held, holder)
-		s.noteGangLocked(g.key)
-	}
-}
 
 // observeMinBoundLocked observes, once per wait, how long a gang waited
 // from its PodGroup's creation (or from losing every placed pod) until its
