@@ -16,6 +16,7 @@ import (
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 var benchModels = []string{"NVIDIA-H200", "NVIDIA-H800", rtx, rtxD}
@@ -28,7 +29,7 @@ var benchModels = []string{"NVIDIA-H200", "NVIDIA-H800", rtx, rtxD}
 func BenchmarkFilterReserve(b *testing.B) {
 	for _, queues := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("queues=%d", queues), func(b *testing.B) {
-			st := state.New(state.DefaultSettings())
+			st := statetest.New()
 			var nodes []fwk.NodeInfo
 			for i := range 100 {
 				n := builder.MakeNode(fmt.Sprintf("n%d", i)).GPU(benchModels[i%len(benchModels)], 8).Obj()
@@ -83,9 +84,7 @@ func BenchmarkFilterReserve(b *testing.B) {
 // the nodes that passed. It reports the cost per node looked at, the
 // number Filter and Score are judged by.
 func BenchmarkCycle(b *testing.B) {
-	settings := state.DefaultSettings()
-	settings.CardRoomFirst = true
-	st := state.New(settings)
+	st := statetest.New(func(s *state.Settings) { s.CardRoomFirst = true })
 	var nodes []fwk.NodeInfo
 	for i := range 1000 {
 		n := builder.MakeNode(fmt.Sprintf("n%d", i)).Res(corev1.ResourceCPU, "64").Res(corev1.ResourceMemory, "512Gi").

@@ -13,8 +13,8 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/eventhandler"
-	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 func hints(t *testing.T, p *Plugin) map[fwk.EventResource]fwk.QueueingHintFn {
@@ -34,7 +34,7 @@ func hints(t *testing.T, p *Plugin) map[fwk.EventResource]fwk.QueueingHintFn {
 }
 
 func TestHints(t *testing.T) {
-	st := state.New(state.DefaultSettings())
+	st := statetest.New()
 	st.OnQueue(builder.MakeQueue("roomy").Card(rtx, 0, 4).Obj())
 	st.OnQueue(builder.MakeQueue("spent").Card(rtx, 0, 0).Obj())
 	p := &Plugin{state: st}

@@ -3,7 +3,6 @@ package cardquota
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -12,11 +11,11 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 // TestNarrow: a pod with card-name alternatives is tried on the nodes of
@@ -111,7 +110,7 @@ func TestNarrow(t *testing.T) {
 			if tt.more < 0 {
 				nodes = nodes[:2]
 			}
-			st := state.NewWithClock(state.DefaultSettings(), testingclock.NewFakeClock(time.Now()))
+			st := statetest.New()
 			for _, n := range nodes {
 				st.OnNode(n)
 			}

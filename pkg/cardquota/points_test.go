@@ -8,9 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -19,6 +16,8 @@ import (
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/pkg/workload"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 const (
@@ -36,7 +35,7 @@ func nodeInfo(n *corev1.Node) fwk.NodeInfo {
 // 4090-D and one whose GPUs have no product label.
 func fixture(t *testing.T) (*Plugin, map[string]fwk.NodeInfo) {
 	t.Helper()
-	st := state.New(state.DefaultSettings())
+	st := statetest.New()
 	nodes := map[string]fwk.NodeInfo{}
 	for _, n := range []*corev1.Node{
 		builder.MakeNode("n-4090").GPU(rtx, 4).Obj(),
@@ -245,7 +244,7 @@ func TestPassesEveryNode(t *testing.T) {
 	}
 
 	t.Run("a labelled node with no cards allocatable beside an unlabelled one", func(t *testing.T) {
-		st := state.New(state.DefaultSettings())
+		st := statetest.New()
 		st.OnNode(builder.MakeNode("restarting").GPU(rtx, 0).Obj())
 		st.OnNode(builder.MakeNode("unlabelled").Res(builder.GPUResource, "8").Obj())
 		q := &Plugin{state: st}
@@ -431,17 +430,6 @@ func TestGuaranteeShortfall(t *testing.T) {
 	}
 }
 
-// activations records the pods the state wakes.
-type activations struct{ woken []string }
-
-func (a *activations) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
-	for _, p := range pods {
-		a.woken = append(a.woken, p.Name)
-	}
-}
-func (a *activations) GetWaitingPod(types.UID) fwk.WaitingPod    { return nil }
-func (a *activations) EventRecorder() events.EventRecorderLogger { return events.NewFakeRecorder(100) }
-
 // TestFilterNodeNotSeenYet: a node kube-scheduler's snapshot has but the
 // state's informer has not delivered (or not its cards: re-sliced) has no
 // known models for the pod, so no quota check could be made: Filter
@@ -461,7 +449,7 @@ func TestFilterNodeNotSeenYet(t *testing.T) {
 			p, _ := fixture(t)
 			if tc.seen != nil {
 				p.state.OnNode(tc.seen)
-				p.state.Flush(&activations{})
+				p.state.Flush(&fake.Framework{})
 			}
 			late := builder.MakeNode("n-late").GPU("NVIDIA-H200", 4).Obj()
 			pod := builder.MakePod("ns", "p").GPU(1).Obj()
@@ -474,11 +462,11 @@ func TestFilterNodeNotSeenYet(t *testing.T) {
 			if st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), "node n-late's card models are not known to Cardinal yet") {
 				t.Fatalf("Filter on a node not seen yet = %v", st)
 			}
-			a := &activations{}
+			fw := &fake.Framework{}
 			p.state.OnNode(late)
-			p.state.Flush(a)
-			if !cmp.Equal(a.woken, []string{"p"}) {
-				t.Errorf("woken when the node arrived: %v, want [p]", a.woken)
+			p.state.Flush(fw)
+			if !cmp.Equal(fw.Activated(), []string{"ns/p"}) {
+				t.Errorf("woken when the node arrived: %v, want [ns/p]", fw.Activated())
 			}
 			// Now known: an H200 the queue has no quota for, which what
 			// PreFilter found of every node before it arrived does not cover.

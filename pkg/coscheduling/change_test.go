@@ -54,13 +54,13 @@ func TestLoweredMinMemberAllowsWaitingMembers(t *testing.T) {
 	pods := f.gang("a", 3, 3, t0)
 	f.schedule(pods[0])
 	f.schedule(pods[1])
-	if f.h.waitingPod(pods[0]).allowed {
+	if f.h.WaitingPod(pods[0]).Allowed() {
 		t.Fatal("allowed below min")
 	}
 	f.podGroup("a", 2, t0)
 	for i := range 2 {
-		if wp := f.h.waitingPod(pods[i]); !wp.allowed || wp.rejected != "" {
-			t.Errorf("pod %d after minMember was lowered to 2: allowed %v, rejected %q", i, wp.allowed, wp.rejected)
+		if wp := f.h.WaitingPod(pods[i]); !wp.Allowed() || wp.Rejected() != "" {
+			t.Errorf("pod %d after minMember was lowered to 2: allowed %v, rejected %q", i, wp.Allowed(), wp.Rejected())
 		}
 	}
 }
@@ -77,12 +77,12 @@ func TestMembersGoneBelowMin(t *testing.T) {
 	f.st.OnPodDeleted(pods[2])
 	f.flush()
 	for i := range 2 {
-		if f.h.waitingPod(pods[i]).rejected == "" {
+		if f.h.WaitingPod(pods[i]).Rejected() == "" {
 			t.Errorf("waiting pod %d was not rejected when its gang fell below min", i)
 		}
 	}
-	if len(f.h.events) != 0 {
-		t.Errorf("events %v: a gang that lost members did not fail, it waits for members", f.h.events)
+	if len(f.h.Events()) != 0 {
+		t.Errorf("events %v: a gang that lost members did not fail, it waits for members", f.h.Events())
 	}
 	f.p.Unreserve(context.Background(), nil, pods[0], "node")
 	f.p.Unreserve(context.Background(), nil, pods[1], "node")
@@ -101,8 +101,8 @@ func TestPodGroupGoneMidAssembly(t *testing.T) {
 	pg := f.podGroup("a", 3, t0)
 	f.st.OnPodGroupGone(pg)
 	f.flush()
-	if wp := f.h.waitingPod(pods[0]); wp.rejected == "" || wp.allowed {
-		t.Errorf("waiting member after its PodGroup was deleted: allowed %v, rejected %q", wp.allowed, wp.rejected)
+	if wp := f.h.WaitingPod(pods[0]); wp.Rejected() == "" || wp.Allowed() {
+		t.Errorf("waiting member after its PodGroup was deleted: allowed %v, rejected %q", wp.Allowed(), wp.Rejected())
 	}
 	if s := f.p.Reserve(context.Background(), nil, pods[1], "node"); s.IsSuccess() {
 		t.Error("a member of a gang without its PodGroup was reserved: it could bind alone")
@@ -125,12 +125,12 @@ func TestCompletionWakesOnlyTheNextGang(t *testing.T) {
 		}
 	}
 	f.schedule(a[1])
-	if diff := cmp.Diff([]string{"ns/b-0", "ns/b-1"}, f.h.takeActivated()); diff != "" {
+	if diff := cmp.Diff([]string{"ns/b-0", "ns/b-1"}, f.h.TakeActivated()); diff != "" {
 		t.Errorf("woken when a completed (-want, +got):\n%s", diff)
 	}
 	f.schedule(b[0])
 	f.schedule(b[1])
-	if diff := cmp.Diff([]string{"ns/c-0", "ns/c-1"}, f.h.takeActivated()); diff != "" {
+	if diff := cmp.Diff([]string{"ns/c-0", "ns/c-1"}, f.h.TakeActivated()); diff != "" {
 		t.Errorf("woken when b completed (-want, +got):\n%s", diff)
 	}
 }
@@ -148,10 +148,10 @@ func TestHeldGangWakesTheNextOne(t *testing.T) {
 	f.schedule(c[0])
 	f.st.Hold(b[1], "ns/b", state.QuotaAdmission{Holder: "test"}, builder.Because("held by its queue"))
 	f.flush()
-	f.h.takeActivated()
+	f.h.TakeActivated()
 	f.schedule(a[1])
 	// b's pod is woken to wait where held pods wait (PreEnqueue), and c's to be placed.
-	if diff := cmp.Diff([]string{"ns/b-0", "ns/c-0"}, f.h.takeActivated()); diff != "" {
+	if diff := cmp.Diff([]string{"ns/b-0", "ns/c-0"}, f.h.TakeActivated()); diff != "" {
 		t.Errorf("woken when a completed with b held (-want, +got):\n%s", diff)
 	}
 }
@@ -174,7 +174,7 @@ func TestParkedPodDoesNotFailItsGang(t *testing.T) {
 	if code, _ := f.schedule(b[0]); code != fwk.Wait {
 		t.Errorf("b's pod after a was placed: %v, want tried (Wait), not backing off", code)
 	}
-	if len(f.h.events) != 0 {
-		t.Errorf("events %v: no gang failed", f.h.events)
+	if len(f.h.Events()) != 0 {
+		t.Errorf("events %v: no gang failed", f.h.Events())
 	}
 }

@@ -3,9 +3,7 @@ package coscheduling
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,10 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 	testingclock "k8s.io/utils/clock/testing"
@@ -25,99 +20,24 @@ import (
 
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// fakeHandle is the part of the framework handle the plugin uses: waiting
-// pods, Activate and events. Anything else panics.
-type fakeHandle struct {
-	fwk.Handle
-	mu        sync.Mutex
-	waiting   map[types.UID]*fakeWaitingPod
-	activated []string
-	events    []string
-}
-
-func (h *fakeHandle) ProfileName() string { return builder.SchedulerName }
-func (h *fakeHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if wp, ok := h.waiting[uid]; ok {
-		return wp
-	}
-	return nil
-}
-func (h *fakeHandle) IterateOverWaitingPods(f func(fwk.WaitingPod)) {
-	h.mu.Lock()
-	var wps []*fakeWaitingPod
-	for _, wp := range h.waiting {
-		wps = append(wps, wp)
-	}
-	h.mu.Unlock()
-	for _, wp := range wps {
-		f(wp)
-	}
-}
-func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for k := range pods {
-		h.activated = append(h.activated, k)
-	}
-	sort.Strings(h.activated)
-}
-func (h *fakeHandle) EventRecorder() events.EventRecorderLogger { return &fakeRecorder{h: h} }
-
-func (h *fakeHandle) takeActivated() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := h.activated
-	h.activated = nil
-	return out
-}
-
-type fakeRecorder struct {
-	events.EventRecorderLogger
-	h *fakeHandle
-}
-
-func (r *fakeRecorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
-	ref := regarding.(*corev1.ObjectReference)
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
-	r.h.events = append(r.h.events, fmt.Sprintf("%s %s/%s %s: %s", eventtype, ref.Kind, ref.Name, reason, fmt.Sprintf(note, args...)))
-}
-
-type fakeWaitingPod struct {
-	pod      *corev1.Pod
-	allowed  bool
-	rejected string
-}
-
-func (w *fakeWaitingPod) GetPod() *corev1.Pod                  { return w.pod }
-func (w *fakeWaitingPod) GetPendingPlugins() []string          { return []string{Name} }
-func (w *fakeWaitingPod) Allow(string)                         { w.allowed = true }
-func (w *fakeWaitingPod) Reject(_, msg string) bool            { w.rejected = msg; return true }
-func (w *fakeWaitingPod) Preempt(_, msg string) bool           { w.rejected = msg; return true }
-func (h *fakeHandle) wait(p *corev1.Pod)                       { h.waiting[p.UID] = &fakeWaitingPod{pod: p} }
-func (h *fakeHandle) waitingPod(p *corev1.Pod) *fakeWaitingPod { return h.waiting[p.UID] }
 
 type fixture struct {
 	t     *testing.T
 	nodes []fwk.NodeInfo
 	clock *testingclock.FakeClock
-	h     *fakeHandle
+	h     *fake.Framework
 	st    *state.State
 	p     *Plugin
 }
 
 func newFixture(t *testing.T) *fixture {
-	clk := testingclock.NewFakeClock(t0)
-	h := &fakeHandle{waiting: map[types.UID]*fakeWaitingPod{}}
-	settings := state.DefaultSettings()
-	settings.SchedulerName = builder.SchedulerName
-	st := state.NewWithClock(settings, clk)
+	st, clk := statetest.WithClock()
+	h := &fake.Framework{}
 	st.SetPermitPlugin(Name)
 	p := &Plugin{handle: h, state: st, permitWait: 60 * time.Second, binds: make(chan struct{}, bindSlots)}
 	ni := framework.NewNodeInfo()
@@ -148,7 +68,7 @@ func (f *fixture) gang(name string, minMember int32, n int, created time.Time) [
 		pods = append(pods, pod)
 	}
 	f.flush()
-	f.h.takeActivated() // its pods were woken as it reached minMember
+	f.h.TakeActivated() // its pods were woken as it reached minMember
 	return pods
 }
 
@@ -170,7 +90,7 @@ func (f *fixture) schedule(pod *corev1.Pod) (fwk.Code, fwk.CycleState) {
 		if timeout != 60*time.Second {
 			f.t.Errorf("Permit timeout %v, want the configured 60s", timeout)
 		}
-		f.h.wait(pod)
+		f.h.Wait(pod)
 	}
 	return s.Code(), cs
 }
@@ -201,7 +121,7 @@ func TestPreEnqueue(t *testing.T) {
 	third.UID = "train-2"
 	f.st.OnPod(third)
 	f.flush()
-	if diff := cmp.Diff([]string{"ns/train-0", "ns/train-1", "ns/train-2"}, f.h.takeActivated()); diff != "" {
+	if diff := cmp.Diff([]string{"ns/train-0", "ns/train-1", "ns/train-2"}, f.h.TakeActivated()); diff != "" {
 		t.Errorf("activated (-want, +got):\n%s", diff)
 	}
 	if s := f.p.PreEnqueue(context.Background(), pods[0]); !s.IsSuccess() {
@@ -211,7 +131,7 @@ func TestPreEnqueue(t *testing.T) {
 	fourth.UID = "train-3"
 	f.st.OnPod(fourth)
 	f.flush()
-	if got := f.h.takeActivated(); len(got) != 0 {
+	if got := f.h.TakeActivated(); len(got) != 0 {
 		t.Errorf("a member beyond min woke %v; only reaching min wakes the gang", got)
 	}
 }
@@ -225,7 +145,7 @@ func TestPermitWaitsForMinThenAllowsAll(t *testing.T) {
 		}
 	}
 	for i := range 2 {
-		if !f.h.waitingPod(pods[i]).allowed {
+		if !f.h.WaitingPod(pods[i]).Allowed() {
 			t.Errorf("pod %d waiting at Permit was not allowed when min was reached", i)
 		}
 	}
@@ -240,14 +160,14 @@ func TestPermitTimeoutReleasesTheGang(t *testing.T) {
 	// The framework rejects pods[0] when its Permit wait times out, then unreserves it.
 	f.p.Unreserve(context.Background(), cs0, pods[0], "node")
 	f.flush()
-	if wp := f.h.waitingPod(pods[1]); wp.rejected == "" {
+	if wp := f.h.WaitingPod(pods[1]); wp.Rejected() == "" {
 		t.Error("the sibling waiting at Permit was not rejected: it would keep its node")
 	}
 	if v, _ := f.st.GangStatus("ns/train"); v.Placed != 1 {
 		t.Errorf("placed = %d after one unreserve, want 1 (the rejected sibling unreserves itself)", v.Placed)
 	}
-	if len(f.h.events) != 1 {
-		t.Errorf("want one GangUnschedulable event, got %v", f.h.events)
+	if len(f.h.Events()) != 1 {
+		t.Errorf("want one GangUnschedulable event, got %v", f.h.Events())
 	}
 
 	// During backoff no member is tried.
@@ -256,12 +176,12 @@ func TestPermitTimeoutReleasesTheGang(t *testing.T) {
 	}
 	f.clock.Step(9 * time.Second)
 	f.flush()
-	if got := f.h.takeActivated(); len(got) != 0 {
+	if got := f.h.TakeActivated(); len(got) != 0 {
 		t.Errorf("pods woken before the backoff ended: %v", got)
 	}
 	f.clock.Step(2 * time.Second)
 	f.flush()
-	if got := f.h.takeActivated(); len(got) == 0 {
+	if got := f.h.TakeActivated(); len(got) == 0 {
 		t.Error("the gang's pods were not woken when its backoff ended")
 	}
 	if code, _ := f.schedule(pods[2]); code == fwk.UnschedulableAndUnresolvable {
@@ -283,7 +203,7 @@ func TestPostFilterRejectsWaitingMembersAndElasticNeverPreempts(t *testing.T) {
 	if s.Code() != fwk.Unschedulable {
 		t.Errorf("PostFilter of a min member: %v", s)
 	}
-	if f.h.waitingPod(pods[0]).rejected == "" {
+	if f.h.WaitingPod(pods[0]).Rejected() == "" {
 		t.Error("PostFilter did not make the waiting member give back its node")
 	}
 
@@ -329,10 +249,10 @@ func TestPostFilterAfterNarrowingMiss(t *testing.T) {
 			if s.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(s.Message(), "tried again on every node") {
 				t.Errorf("PostFilter: %v, want UnschedulableAndUnresolvable saying it is tried on every node", s)
 			}
-			if r := f.h.waitingPod(pods[0]).rejected; r != "" {
+			if r := f.h.WaitingPod(pods[0]).Rejected(); r != "" {
 				t.Errorf("the waiting member gave back its node: %s", r)
 			}
-			if diff := cmp.Diff([]string{"ns/train-1"}, f.h.takeActivated()); diff != "" {
+			if diff := cmp.Diff([]string{"ns/train-1"}, f.h.TakeActivated()); diff != "" {
 				t.Errorf("woken (-want +got):\n%s", diff)
 			}
 			if code, _ := f.schedule(pods[1]); code != fwk.Success {
@@ -353,7 +273,7 @@ func TestOneGangAssembledAtATime(t *testing.T) {
 	if code, _ := f.schedule(a[1]); code != fwk.Success {
 		t.Fatalf("a's last min member: %v", code)
 	}
-	if diff := cmp.Diff([]string{"ns/b-0"}, f.h.takeActivated()); diff != "" {
+	if diff := cmp.Diff([]string{"ns/b-0"}, f.h.TakeActivated()); diff != "" {
 		t.Errorf("woken when a completed (-want, +got):\n%s", diff)
 	}
 	if code, _ := f.schedule(b[0]); code != fwk.Wait {
@@ -371,7 +291,7 @@ func TestElasticWaitsForOtherGangsMin(t *testing.T) {
 	}
 	f.schedule(b[0])
 	f.schedule(b[1])
-	if diff := cmp.Diff([]string{"ns/a-1"}, f.h.takeActivated()); diff != "" {
+	if diff := cmp.Diff([]string{"ns/a-1"}, f.h.TakeActivated()); diff != "" {
 		t.Errorf("woken when b reached min (-want, +got):\n%s", diff)
 	}
 	if code, _ := f.schedule(a[1]); code != fwk.Success {
@@ -461,8 +381,8 @@ func TestGangThatCannotFitReservesNothing(t *testing.T) {
 	if want := "gang ns/big does not fit: its min needs 3 more pods placed and free resources hold at most 2 like them"; s.Code() != fwk.Unschedulable || s.Message() != want {
 		t.Fatalf("PreFilter of a gang whose min cannot fit: %v, want Unschedulable %q", s, want)
 	}
-	if len(f.h.events) != 0 {
-		t.Fatalf("PreFilter failed the gang before preemption had its chance: %v", f.h.events)
+	if len(f.h.Events()) != 0 {
+		t.Fatalf("PreFilter failed the gang before preemption had its chance: %v", f.h.Events())
 	}
 	f.p.PostFilter(context.Background(), cs, pods[0], nil)
 	f.flush()
@@ -473,7 +393,7 @@ func TestGangThatCannotFitReservesNothing(t *testing.T) {
 		t.Errorf("PreFilter right after: %v, want the gang backing off", s)
 	}
 	want := []string{"Warning PodGroup/big GangUnschedulable: pod big-0 cannot be placed now (its events say why) with 0 of its min 3 placed; gave back 0 reserved pods, retrying in 10s"}
-	if diff := cmp.Diff(want, f.h.events); diff != "" {
+	if diff := cmp.Diff(want, f.h.Events()); diff != "" {
 		t.Errorf("events (-want, +got):\n%s", diff)
 	}
 }

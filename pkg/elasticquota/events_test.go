@@ -11,8 +11,8 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/eventhandler"
-	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 func inQueue(name, queue string) *corev1.Pod {
@@ -20,7 +20,7 @@ func inQueue(name, queue string) *corev1.Pod {
 }
 
 func TestSameQueuePodFreedHint(t *testing.T) {
-	p := &Plugin{state: state.New(state.DefaultSettings())}
+	p := &Plugin{state: statetest.New()}
 	finished := inQueue("done", "a")
 	finished.Status.Phase = corev1.PodSucceeded
 	tests := []struct {
@@ -57,7 +57,7 @@ func TestOwnQueueChangedHint(t *testing.T) {
 		u.SetAnnotations(annotations)
 		return u
 	}
-	hint := hintFor(t, &Plugin{state: state.New(state.DefaultSettings())}, eventhandler.QueueResource)
+	hint := hintFor(t, &Plugin{state: statetest.New()}, eventhandler.QueueResource)
 	tests := []struct {
 		name           string
 		oldObj, newObj any

@@ -11,8 +11,8 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/quota"
-	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 func cpu(m int64) quota.Resources { return quota.Resources{corev1.ResourceCPU: m} }
@@ -21,7 +21,7 @@ func cpu(m int64) quota.Resources { return quota.Resources{corev1.ResourceCPU: m
 // room in the cycle's numbers, AddPod takes it again, pods of other queues
 // change nothing, and a clone is independent of the original.
 func TestPreemptionSimulation(t *testing.T) {
-	st := state.New(state.DefaultSettings())
+	st := statetest.New()
 	p := &Plugin{state: st}
 	placed := func(name, queue, preemptibility string) *corev1.Pod {
 		pod := builder.MakePod("ns", name).Label(v1alpha1.QueueLabel, queue).Label(v1alpha1.PreemptibilityLabel, preemptibility).Req(corev1.ResourceCPU, "1").Obj()

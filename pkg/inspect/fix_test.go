@@ -12,13 +12,14 @@ import (
 	"cardinal.dev/cardinal/pkg/podgroupstatus"
 	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/state"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 // TestFix: what would let a pod run is the fix of the refusal the checks
 // gave, as a value; room is freed differently for elastic pods, and
 // kube-scheduler's own words for a lack of room name the resource.
 func TestFix(t *testing.T) {
-	c := &Cluster{State: state.New(state.DefaultSettings()), Settings: state.DefaultSettings()}
+	c := &Cluster{State: statetest.New(), Settings: state.DefaultSettings()}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
 	quota := refusal.QuotaExceeded{Queue: "a", Resource: "cpu", Requested: 2000, WouldUse: 5000, Capability: 4000}
 	tests := []struct {
@@ -62,7 +63,7 @@ func TestTelling(t *testing.T) {
 // TestBackingOffAsWritten: a backoff is read from the PodGroup only while
 // it lasts and as the waiting reason beside it tells it.
 func TestBackingOffAsWritten(t *testing.T) {
-	c := &Cluster{State: state.New(state.DefaultSettings()), Settings: state.DefaultSettings()}
+	c := &Cluster{State: statetest.New(), Settings: state.DefaultSettings()}
 	b := refusal.BackingOff{Gang: "ns/g", Until: c.State.Now().Add(time.Hour), After: "x"}
 	pg := func(reason string, r refusal.BackingOff) *schedv1alpha1.PodGroup {
 		enc, _ := refusal.Encode(r)

@@ -4,21 +4,20 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	fwk "k8s.io/kube-scheduler/framework"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 // TestPostFilterAfterNarrowingMiss: a pod that fit none of the nodes its
 // cycle was narrowed to is not a preemptor: room may be free on the nodes
 // it was not tried on. Nothing is planned; the cycle ends.
 func TestPostFilterAfterNarrowingMiss(t *testing.T) {
-	st := state.NewWithClock(state.DefaultSettings(), testingclock.NewFakeClock(time.Now()))
+	st := statetest.New()
 	p := &Plugin{state: st}
 	pod := builder.MakePod("ns", "p").GPU(1).CardName(h200 + "|" + rtx).Obj()
 	pod.UID = "p"

@@ -19,6 +19,7 @@ import (
 	"cardinal.dev/cardinal/pkg/generated/clientset/versioned/fake"
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 // TestWriteChanged: a pass writes at most its limit of changed statuses,
@@ -170,7 +171,7 @@ var errRefused = apierrors.NewForbidden(v1alpha1.Resource("queues"), "q", errors
 // queues are a state and a fake API with n Queues, q00 onwards, with no
 // status yet.
 func queues(n int) (*state.State, *fake.Clientset) {
-	st := state.New(state.DefaultSettings())
+	st := statetest.New()
 	var objs []runtime.Object
 	for _, name := range names(0, n) {
 		q := builder.MakeQueue(name).Obj()

@@ -27,13 +27,13 @@ import (
 	"cardinal.dev/cardinal/pkg/elasticquota"
 	"cardinal.dev/cardinal/pkg/preemption"
 	"cardinal.dev/cardinal/pkg/settings"
-	"cardinal.dev/cardinal/pkg/state"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 // TestPluginsCheckTheirArgs: every plugin refuses args of the wrong type and
 // invalid args, naming the field, before it builds anything.
 func TestPluginsCheckTheirArgs(t *testing.T) {
-	st := state.New(state.DefaultSettings())
+	st := statetest.New()
 	queueFactory := elasticquota.NewFactory(st)
 	gangFactory := coscheduling.NewFactory(st)
 	cardFactory := cardquota.NewFactory(st)
@@ -72,7 +72,7 @@ func TestPluginsCheckTheirArgs(t *testing.T) {
 // under the names pkg/settings reads their arguments by.
 func TestOptionsRegisterEveryPlugin(t *testing.T) {
 	reg := frameworkruntime.Registry{}
-	for _, opt := range Options(state.New(state.DefaultSettings())) {
+	for _, opt := range Options(statetest.New()) {
 		if err := opt(reg); err != nil {
 			t.Fatal(err)
 		}

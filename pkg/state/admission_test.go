@@ -19,19 +19,20 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
 )
 
 // lockingFramework takes the scheduling queue's lock to activate pods, as
 // kube-scheduler's PriorityQueue.Activate does.
 type lockingFramework struct {
-	fakeFramework
+	fake.Framework
 	queueLock *sync.Mutex
 }
 
 func (f *lockingFramework) Activate(logger klog.Logger, pods map[string]*corev1.Pod) {
 	f.queueLock.Lock()
 	defer f.queueLock.Unlock()
-	f.fakeFramework.Activate(logger, pods)
+	f.Framework.Activate(logger, pods)
 }
 
 // TestAdmissionNeverCallsTheFrameworkInline: PreEnqueue runs under the
@@ -48,7 +49,7 @@ func TestAdmissionNeverCallsTheFrameworkInline(t *testing.T) {
 	for _, p := range append(a, b...) {
 		s.OnPod(p)
 	}
-	s.Flush(&fakeFramework{}) // the gangs' pods woken as they became admissible
+	s.Flush(&fake.Framework{}) // the gangs' pods woken as they became admissible
 	s.Reserve(a[0], "n")
 	if _, st := s.TryStart(a[1]); st.Code() != fwk.Unschedulable {
 		t.Fatalf("elastic pod while b needs its min: %v, want parked", st)
@@ -72,12 +73,10 @@ func TestAdmissionNeverCallsTheFrameworkInline(t *testing.T) {
 	}
 	queueLock.Unlock()
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		fw.mu.Lock()
-		defer fw.mu.Unlock()
-		return cmp.Equal(fw.activated, []string{"ns/a-1"}), nil
+		return cmp.Equal(fw.Activated(), []string{"ns/a-1"}), nil
 	})
 	if err != nil {
-		t.Errorf("the elastic pod freed by the hold was not woken afterwards: %v", fw.activated)
+		t.Errorf("the elastic pod freed by the hold was not woken afterwards: %v", fw.Activated())
 	}
 }
 
@@ -96,10 +95,10 @@ func TestSplitGangs(t *testing.T) {
 		t.Errorf("split across queues: %q, want %q...", st.Message(), want)
 	}
 	s.AdmitGang(p1)
-	fw := &fakeFramework{}
+	fw := &fake.Framework{}
 	s.Flush(fw)
-	if len(fw.events) != 1 || !strings.Contains(fw.events[0], "PodGroup/g GangSplit") {
-		t.Errorf("events %v, want one GangSplit on the PodGroup", fw.events)
+	if len(fw.Events()) != 1 || !strings.Contains(fw.Events()[0], "PodGroup/g GangSplit") {
+		t.Errorf("events %v, want one GangSplit on the PodGroup", fw.Events())
 	}
 	s.OnPodGroup(podGroup("g", 2, map[string]string{v1alpha1.QueueLabel: "q"}))
 	if st := s.AdmitGang(p0); st != nil {
@@ -140,17 +139,17 @@ func TestDeferredUntilSynced(t *testing.T) {
 	if st := s.AdmitGang(p); st.Code() != fwk.UnschedulableAndUnresolvable {
 		t.Fatalf("before sync: %v, want turned away", st)
 	}
-	fw := &fakeFramework{}
+	fw := &fake.Framework{}
 	s.tick()
 	s.Flush(fw)
-	if len(fw.activated) != 0 {
-		t.Fatalf("woken before sync: %v", fw.activated)
+	if len(fw.Activated()) != 0 {
+		t.Fatalf("woken before sync: %v", fw.Activated())
 	}
 	synced = true
 	clk.Step(tickEvery)
 	s.tick()
 	s.Flush(fw)
-	if diff := cmp.Diff([]string{"ns/g-0"}, fw.activated); diff != "" {
+	if diff := cmp.Diff([]string{"ns/g-0"}, fw.Activated()); diff != "" {
 		t.Errorf("woken after sync (-want, +got):\n%s", diff)
 	}
 }
@@ -165,15 +164,15 @@ func TestPodGroupUpdatesWakeNobody(t *testing.T) {
 	for i := range 3 {
 		s.OnPod(member("g", i))
 	}
-	s.Flush(&fakeFramework{}) // the gang's pods woken as it reached minMember
+	s.Flush(&fake.Framework{}) // the gang's pods woken as it reached minMember
 	written := pg.DeepCopy()
 	written.Status.Phase = schedv1alpha1.PodGroupPending
 	written.Annotations = map[string]string{"cardinal.dev/waiting-reason": "0 of minMember 3 pods scheduled"}
 	s.OnPodGroup(written)
-	fw := &fakeFramework{}
+	fw := &fake.Framework{}
 	s.Flush(fw)
-	if len(fw.activated) != 0 {
-		t.Errorf("a PodGroup update woke %v", fw.activated)
+	if len(fw.Activated()) != 0 {
+		t.Errorf("a PodGroup update woke %v", fw.Activated())
 	}
 }
 

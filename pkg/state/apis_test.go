@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/test/fake"
 )
 
 // TestMissingAPIs: with the PodGroup or Queue API missing (no CRD, no
@@ -26,7 +28,7 @@ func TestMissingAPIs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := newTestState()
-			fw := &fakeFramework{}
+			fw := &fake.Framework{}
 			listed := map[string]bool{podGroupsAPI: tc.missing != podGroupsAPI, queuesAPI: tc.missing != queuesAPI}
 			s.wiring.sources = []source{
 				{api: podGroupsAPI, synced: func() bool { return listed[podGroupsAPI] }},
@@ -47,9 +49,9 @@ func TestMissingAPIs(t *testing.T) {
 				t.Errorf("gang pod: %v, want refused with %q", st, tc.wantGang)
 			}
 			s.Flush(fw)
-			evented := strings.Contains(strings.Join(fw.events, "\n"), "PodGroupsUnreadable")
+			evented := strings.Contains(strings.Join(fw.Events(), "\n"), "PodGroupsUnreadable")
 			if evented != (tc.missing == podGroupsAPI) {
-				t.Errorf("PodGroupsUnreadable event %v, want %v: %v", evented, tc.missing == podGroupsAPI, fw.events)
+				t.Errorf("PodGroupsUnreadable event %v, want %v: %v", evented, tc.missing == podGroupsAPI, fw.Events())
 			}
 			if u := s.QuotaUsage(s.settings.DefaultQueue); u.Exists != tc.defaultQueue {
 				t.Errorf("default queue exists %v, want %v", u.Exists, tc.defaultQueue)

@@ -15,6 +15,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
 )
 
 // TestAfterNarrowingMiss: a PostFilter in a cycle that was not narrowed,
@@ -34,7 +35,7 @@ func TestAfterNarrowingMiss(t *testing.T) {
 		(*p).UID = types.UID((*p).Name)
 		s.OnPod(*p)
 	}
-	s.Flush(&fakeFramework{})
+	s.Flush(&fake.Framework{})
 
 	filtered := framework.NewDefaultNodeToStatus()
 	filtered.Set("n", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
@@ -52,7 +53,7 @@ func TestAfterNarrowingMiss(t *testing.T) {
 	if s.AfterNarrowingMiss(cs, pod, refused) != nil {
 		t.Fatalf("a cycle a PreFilter refused says narrowing missed")
 	}
-	fw := &fakeFramework{}
+	fw := &fake.Framework{}
 	for range 2 { // every Cardinal PostFilter of the cycle asks
 		st := s.AfterNarrowingMiss(cs, pod, filtered)
 		if st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "tried first on the 1 node of NVIDIA-H200") {
@@ -60,13 +61,13 @@ func TestAfterNarrowingMiss(t *testing.T) {
 		}
 	}
 	s.Flush(fw)
-	if diff := cmp.Diff([]string{"ns/g-0"}, fw.activated); diff != "" {
+	if diff := cmp.Diff([]string{"ns/g-0"}, fw.Activated()); diff != "" {
 		t.Errorf("woken (-want +got):\n%s", diff)
 	}
 	// Woken again once kube-scheduler has put it back in its queue.
 	clk.Step(rewakeAfter)
 	s.Flush(fw)
-	if diff := cmp.Diff([]string{"ns/g-0", "ns/g-0"}, fw.activated); diff != "" {
+	if diff := cmp.Diff([]string{"ns/g-0", "ns/g-0"}, fw.Activated()); diff != "" {
 		t.Errorf("woken (-want +got):\n%s", diff)
 	}
 	if !s.Prospect(pod).NarrowMissed || !s.Prospect(sibling).NarrowMissed {

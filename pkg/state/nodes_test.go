@@ -10,6 +10,7 @@ import (
 
 	"cardinal.dev/cardinal/pkg/cardmodel"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
 )
 
 // TestNodesOf: the nodes of each card model follow nodes as they come,
@@ -118,19 +119,19 @@ func TestRenamedMPSModel(t *testing.T) {
 			s.OnNode(node)
 		}
 		s.OnQueue(queue) // a status write: no second event
-		fw := &fakeFramework{}
+		fw := &fake.Framework{}
 		s.Flush(fw)
-		want := "Queue/q RenamedCardModel: queue q lists card models under former names, so their quota is not used: " + former + " is now named " + now
-		if len(fw.events) != 1 || !strings.HasPrefix(fw.events[0], want) {
-			t.Errorf("node first %v: events %q, want one starting %q", nodeFirst, fw.events, want)
+		want := "Warning Queue/q RenamedCardModel: queue q lists card models under former names, so their quota is not used: " + former + " is now named " + now
+		if len(fw.Events()) != 1 || !strings.HasPrefix(fw.Events()[0], want) {
+			t.Errorf("node first %v: events %q, want one starting %q", nodeFirst, fw.Events(), want)
 		}
 		edited := builder.MakeQueue("q").Card(now, 2, 2).Obj()
 		edited.Generation = 2
 		s.OnQueue(edited)
-		fw = &fakeFramework{}
+		fw = &fake.Framework{}
 		s.Flush(fw)
-		if len(fw.events) != 0 {
-			t.Errorf("node first %v: after the Queue was edited, events %q, want none", nodeFirst, fw.events)
+		if len(fw.Events()) != 0 {
+			t.Errorf("node first %v: after the Queue was edited, events %q, want none", nodeFirst, fw.Events())
 		}
 	}
 }

@@ -13,13 +13,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
 )
 
 // activatorFramework is a framework whose pod activator is set only once
 // the informers have synced, as kube-scheduler's is: an Activate before
 // that is a nil dereference in kube-scheduler, counted here.
 type activatorFramework struct {
-	fakeFramework
+	fake.Framework
 	set   *atomic.Bool
 	early atomic.Int32
 }
@@ -28,7 +29,7 @@ func (f *activatorFramework) Activate(logger klog.Logger, pods map[string]*corev
 	if !f.set.Load() {
 		f.early.Add(1)
 	}
-	f.fakeFramework.Activate(logger, pods)
+	f.Framework.Activate(logger, pods)
 }
 
 // TestOutboxWaitsForSync: a wake-up queued before the informers synced
@@ -50,9 +51,7 @@ func TestOutboxWaitsForSync(t *testing.T) {
 	}
 	synced.Store(true)
 	activated := func() int {
-		fw.mu.Lock()
-		defer fw.mu.Unlock()
-		return len(fw.activated)
+		return len(fw.Activated())
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return activated() == 1, nil

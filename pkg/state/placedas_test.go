@@ -8,6 +8,7 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
 )
 
 // TestPlacementReadBeforeNamespace: after a restart, a bound pod whose
@@ -110,10 +111,10 @@ func TestReserveRefusesWhatWasNotChecked(t *testing.T) {
 			}
 			// A refused pod is tried again at once under its new labels:
 			// nothing else would wake it.
-			fw := &fakeFramework{}
+			fw := &fake.Framework{}
 			s.Flush(fw)
-			if woken := len(fw.activated) == 1; woken == tc.ok {
-				t.Errorf("woken %v, want %v", fw.activated, !tc.ok)
+			if woken := len(fw.Activated()) == 1; woken == tc.ok {
+				t.Errorf("woken %v, want %v", fw.Activated(), !tc.ok)
 			}
 		})
 	}

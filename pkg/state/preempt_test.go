@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,13 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
 )
 
 // TestPreemptorOf: who may preempt, for what, and why not (SPEC §2.4,
@@ -137,7 +136,7 @@ func TestPreemptionUnderWay(t *testing.T) {
 		t.Fatalf("g may not preempt: %s", reason)
 	}
 	s.Preempted(pre, []types.UID{"low-0", "low-1"}, map[*corev1.Pod]string{g0: "n", g1: "m"})
-	s.Flush(&fakeFramework{})
+	s.Flush(&fake.Framework{})
 
 	waitingFor := func(want string) {
 		t.Helper()
@@ -162,15 +161,15 @@ func TestPreemptionUnderWay(t *testing.T) {
 	}
 
 	s.OnPodDeleted(low[0])
-	fw := &fakeFramework{}
+	fw := &fake.Framework{}
 	s.Flush(fw)
-	if len(fw.activated) != 0 {
-		t.Errorf("one victim of two gone woke %v", fw.activated)
+	if len(fw.Activated()) != 0 {
+		t.Errorf("one victim of two gone woke %v", fw.Activated())
 	}
 	s.OnPodDeleted(low[1])
 	s.Flush(fw)
-	if want := []string{"ns/g-0", "ns/g-1"}; !cmp.Equal(fw.activated, want) {
-		t.Errorf("the last victim gone woke %v, want %v", fw.activated, want)
+	if want := []string{"ns/g-0", "ns/g-1"}; !cmp.Equal(fw.Activated(), want) {
+		t.Errorf("the last victim gone woke %v, want %v", fw.Activated(), want)
 	}
 	waitingFor("the room made for it is kept while its members are placed")
 
@@ -179,10 +178,10 @@ func TestPreemptionUnderWay(t *testing.T) {
 	if st := s.Reserve(g2, "m"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	fw = &fakeFramework{}
+	fw = &fake.Framework{}
 	s.Flush(fw)
-	if !cmp.Equal(fw.activated, []string{"ns/g-0", "ns/g-1"}) {
-		t.Errorf("g-2 taking g-1's room woke %v, want the members", fw.activated)
+	if !cmp.Equal(fw.Activated(), []string{"ns/g-0", "ns/g-1"}) {
+		t.Errorf("g-2 taking g-1's room woke %v, want the members", fw.Activated())
 	}
 	if got := s.ClaimsOn("m"); len(got) != 0 {
 		t.Errorf("claims on m after g-2 took the room: %+v", got)
@@ -195,13 +194,13 @@ func TestPreemptionUnderWay(t *testing.T) {
 	// g-0 never comes: its room is let go and the gang may preempt again.
 	clk.Step(claimSettle + tickEvery)
 	s.tick()
-	fw = &fakeFramework{}
+	fw = &fake.Framework{}
 	s.Flush(fw)
 	if s.PreemptionUnderWay(g2) || len(s.ClaimsOn("n")) != 0 {
 		t.Errorf("room still kept %v after claimSettle", s.ClaimsOn("n"))
 	}
-	if !cmp.Equal(fw.activated, []string{"ns/g-0", "ns/g-1"}) {
-		t.Errorf("letting the room go woke %v, want the members", fw.activated)
+	if !cmp.Equal(fw.Activated(), []string{"ns/g-0", "ns/g-1"}) {
+		t.Errorf("letting the room go woke %v, want the members", fw.Activated())
 	}
 }
 
@@ -262,12 +261,12 @@ func TestVictimAtPermitFreesItsRoom(t *testing.T) {
 	s.OnPod(p)
 	pre, _, _ := s.PreemptorOf(p)
 	s.Preempted(pre, []types.UID{v0.UID}, map[*corev1.Pod]string{p: "n"})
-	s.Flush(&fakeFramework{})
+	s.Flush(&fake.Framework{})
 	s.Unreserve(v0)
-	fw := &fakeFramework{}
+	fw := &fake.Framework{}
 	s.Flush(fw)
-	if !cmp.Equal(fw.activated, []string{"ns/high"}) {
-		t.Errorf("the victim's Unreserve woke %v, want ns/high", fw.activated)
+	if !cmp.Equal(fw.Activated(), []string{"ns/high"}) {
+		t.Errorf("the victim's Unreserve woke %v, want ns/high", fw.Activated())
 	}
 	if _, reason, waiting := s.PreemptorOf(p); !waiting || strings.Contains(reason, "terminating") {
 		t.Errorf("PreemptorOf = %q, waiting %v: want the room kept, no victim left", reason, waiting)
@@ -339,22 +338,6 @@ func TestUnreservedMemberGetsItsRoomKept(t *testing.T) {
 	}
 }
 
-// nominatingFramework records the nominations the state clears.
-type nominatingFramework struct {
-	fakeFramework
-	mu      sync.Mutex
-	cleared []string
-	client  *fake.Clientset
-}
-
-func (f *nominatingFramework) DeleteNominatedPodIfExists(pod *corev1.Pod) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.cleared = append(f.cleared, pod.Name)
-}
-
-func (f *nominatingFramework) ClientSet() kubernetes.Interface { return f.client }
-
 // TestPreemptionDeadline: room is kept for as long as the victims may take
 // to terminate, plus claimTTL; then the preemption ends, the members are
 // woken and the nominations of those that did not take their room are
@@ -369,13 +352,13 @@ func TestPreemptionDeadline(t *testing.T) {
 	}
 	clk.Step(10 * time.Minute)
 	s.tick()
-	fw := &nominatingFramework{client: fake.NewClientset(p)}
+	fw := &fake.Framework{Client: kubefake.NewClientset(p)}
 	s.Flush(fw)
 	if s.PreemptionUnderWay(p) || len(s.ClaimsOn("n")) != 0 || len(s.preemptions.victimOf) != 0 || len(s.preemptions.claimOf) != 0 {
 		t.Errorf("preemption still under way after its deadline: %v", s.preemptions.underWay)
 	}
-	if !cmp.Equal(fw.activated, []string{"ns/high"}) || !cmp.Equal(fw.cleared, []string{"high"}) {
-		t.Errorf("woke %v and cleared the nominations of %v, want ns/high and high", fw.activated, fw.cleared)
+	if !cmp.Equal(fw.Activated(), []string{"ns/high"}) || !cmp.Equal(fw.Cleared(), []string{"high"}) {
+		t.Errorf("woke %v and cleared the nominations of %v, want ns/high and high", fw.Activated(), fw.Cleared())
 	}
 }
 
@@ -435,20 +418,20 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 		s, g := setup()
 		pre, _, _ := s.PreemptorOf(g[0])
 		s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "n"})
-		s.Flush(&fakeFramework{})
+		s.Flush(&fake.Framework{})
 		if st := s.Reserve(g[2], "n"); !st.IsSuccess() {
 			t.Fatal(st)
 		}
-		fw := &nominatingFramework{client: fake.NewClientset(g[0], g[1])}
+		fw := &fake.Framework{Client: kubefake.NewClientset(g[0], g[1])}
 		s.Flush(fw)
 		claims := claimsOf(s)
-		if len(claims) != 1 || len(fw.cleared) != 1 {
-			t.Fatalf("claims %v, cleared nominations %v: want one member's room kept and the other's nomination cleared", claims, fw.cleared)
+		if len(claims) != 1 || len(fw.Cleared()) != 1 {
+			t.Fatalf("claims %v, cleared nominations %v: want one member's room kept and the other's nomination cleared", claims, fw.Cleared())
 		}
-		if _, kept := claims[fw.cleared[0]]; kept {
-			t.Errorf("%s's nomination cleared while its room is kept", fw.cleared[0])
+		if _, kept := claims[fw.Cleared()[0]]; kept {
+			t.Errorf("%s's nomination cleared while its room is kept", fw.Cleared()[0])
 		}
-		if got := strings.Join(fw.activated, ","); got != "ns/g-0,ns/g-1" {
+		if got := strings.Join(fw.Activated(), ","); got != "ns/g-0,ns/g-1" {
 			t.Errorf("woke %s, want the members ns/g-0,ns/g-1", got)
 		}
 	})
@@ -457,17 +440,17 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 		s, g := setup()
 		pre, _, _ := s.PreemptorOf(g[0])
 		s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "m"})
-		s.Flush(&fakeFramework{})
+		s.Flush(&fake.Framework{})
 		if st := s.Reserve(g[0], "m"); !st.IsSuccess() {
 			t.Fatal(st)
 		}
-		fw := &nominatingFramework{client: fake.NewClientset(g[0], g[1])}
+		fw := &fake.Framework{Client: kubefake.NewClientset(g[0], g[1])}
 		s.Flush(fw)
 		if got := claimsOf(s); !cmp.Equal(got, map[string]types.UID{"g-1": "n"}) {
 			t.Errorf("claims %v, want g-1's room moved to n, where g-0's was", got)
 		}
-		if !cmp.Equal(fw.cleared, []string{"g-1"}) {
-			t.Errorf("cleared the nominations of %v, want g-1 (nominated on m, whose room g-0 took)", fw.cleared)
+		if !cmp.Equal(fw.Cleared(), []string{"g-1"}) {
+			t.Errorf("cleared the nominations of %v, want g-1 (nominated on m, whose room g-0 took)", fw.Cleared())
 		}
 		s.Unreserve(g[0])
 		if got := claimsOf(s); !cmp.Equal(got, map[string]types.UID{"g-1": "n", "g-0": "m"}) {
@@ -517,7 +500,7 @@ func TestStaleNominationClearedAgain(t *testing.T) {
 	if st := s.Reserve(g[0], "m"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	s.Flush(&fakeFramework{})
+	s.Flush(&fake.Framework{})
 
 	if cleared := nominateLate(s, g[1], "m"); !cmp.Equal(cleared, []string{"g-1"}) {
 		t.Errorf("a late nomination of g-1 on m: cleared %v, want g-1", cleared)
@@ -538,9 +521,9 @@ func nominateLate(s *State, pod *corev1.Pod, node string) []string {
 	late := pod.DeepCopy()
 	late.Status.NominatedNodeName = node
 	s.OnPod(late)
-	fw := &nominatingFramework{client: fake.NewClientset(late)}
+	fw := &fake.Framework{Client: kubefake.NewClientset(late)}
 	s.Flush(fw)
-	return fw.cleared
+	return fw.Cleared()
 }
 
 // TestPlacedMemberNominationKept: a member whose nomination was cleared
@@ -557,7 +540,7 @@ func TestPlacedMemberNominationKept(t *testing.T) {
 	if st := s.Reserve(g[1], "n"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	s.Flush(&fakeFramework{})
+	s.Flush(&fake.Framework{})
 	if cleared := nominateLate(s, g[1], "n"); len(cleared) != 0 {
 		t.Errorf("the nomination of a member placed on n was cleared: %v", cleared)
 	}

@@ -14,6 +14,7 @@ import (
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/workload"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
 )
 
 // TestSemiPreemptibleRoles: a semi-preemptible gang's min members, by rank
@@ -186,10 +187,10 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 	if c.OwnerUnseen != "Deployment ns/web" {
 		t.Fatalf("before its Deployment arrived: owner unseen %q", c.OwnerUnseen)
 	}
-	fw := &fakeFramework{}
+	fw := &fake.Framework{}
 	s.Flush(fw)
-	if len(fw.activated) != 1 {
-		t.Fatalf("woken when its ReplicaSet was seen: %v, want the pod", fw.activated)
+	if len(fw.Activated()) != 1 {
+		t.Fatalf("woken when its ReplicaSet was seen: %v, want the pod", fw.Activated())
 	}
 	s.AwaitOwner(pod)
 	_ = depIndexer.Add(dep)
@@ -198,10 +199,10 @@ func TestPendingPodWaitsForItsOwner(t *testing.T) {
 	if c.OwnerUnseen != "" || !c.NonPreemptible {
 		t.Errorf("once its owners arrived: owner unseen %q, non-preemptible %v; want none, true", c.OwnerUnseen, c.NonPreemptible)
 	}
-	fw = &fakeFramework{}
+	fw = &fake.Framework{}
 	s.Flush(fw)
-	if len(fw.activated) != 1 || fw.activated[0] != "ns/web-1-a" {
-		t.Errorf("woken: %v, want the pod", fw.activated)
+	if len(fw.Activated()) != 1 || fw.Activated()[0] != "ns/web-1-a" {
+		t.Errorf("woken: %v, want the pod", fw.Activated())
 	}
 }
 

@@ -2,9 +2,7 @@ package state
 
 import (
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,13 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	testingclock "k8s.io/utils/clock/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -29,38 +23,6 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const h200 = "NVIDIA-H200"
-
-// fakeFramework records what the state asks of the framework.
-type fakeFramework struct {
-	mu        sync.Mutex
-	activated []string
-	events    []string
-}
-
-func (f *fakeFramework) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for k := range pods {
-		f.activated = append(f.activated, k)
-	}
-	sort.Strings(f.activated)
-}
-func (f *fakeFramework) GetWaitingPod(types.UID) fwk.WaitingPod { return nil }
-func (f *fakeFramework) EventRecorder() events.EventRecorderLogger {
-	return &fakeRecorder{f: f}
-}
-
-type fakeRecorder struct {
-	events.EventRecorderLogger
-	f *fakeFramework
-}
-
-func (r *fakeRecorder) Eventf(regarding, _ runtime.Object, _, reason, _, note string, args ...any) {
-	ref := regarding.(*corev1.ObjectReference)
-	r.f.mu.Lock()
-	defer r.f.mu.Unlock()
-	r.f.events = append(r.f.events, fmt.Sprintf("%s/%s %s: %s", ref.Kind, ref.Name, reason, fmt.Sprintf(note, args...)))
-}
 
 func newTestState(settings ...func(*Settings)) (*State, *testingclock.FakeClock) {
 	s := DefaultSettings()

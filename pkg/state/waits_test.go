@@ -9,6 +9,7 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
 )
 
 // TestWaitersWokenWhenTheStateHasTheChange: a pod turned away for room in
@@ -29,12 +30,12 @@ func TestWaitersWokenWhenTheStateHasTheChange(t *testing.T) {
 	waiting.UID = "w"
 	s.OnPod(waiting)
 	wokenBy := func(change func()) []string {
-		s.Flush(&fakeFramework{})
+		s.Flush(&fake.Framework{})
 		s.WaitForRoom(waiting, "q", true)
 		change()
-		fw := &fakeFramework{}
+		fw := &fake.Framework{}
 		s.Flush(fw)
-		return fw.activated
+		return fw.Activated()
 	}
 	written := q.DeepCopy()
 	written.Status.AllocatedSummary = "nvidia.com/gpu=1"
