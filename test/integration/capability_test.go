@@ -35,7 +35,7 @@ func TestCardOnlyQueueWithinCapability(t *testing.T) {
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = *resourceQty("128Mi")
 	}
 	createPods(t, pods...)
-	waitBoundCount(t, ns, 4)
+	waitBound(t, ns, boundCount(4))
 
 	waitQueueStatus(t, name, "4 of 4 NVIDIA-H200, cpu, memory and nvidia.com/gpu allocated, within its capability", func(q *v1alpha1.Queue) bool {
 		c := meta.FindStatusCondition(q.Status.Conditions, "OverCapability")

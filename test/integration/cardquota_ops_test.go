@@ -53,7 +53,7 @@ func TestCardRequestAdmission(t *testing.T) {
 	if _, err := env.cardinal.SchedulingV1alpha1().Queues().Update(context.Background(), q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitBoundCount(t, ns, 2)
+	waitBound(t, ns, boundCount(2))
 	waitQueueCards(t, "gangs", map[string]int32{h200: 4})
 }
 
@@ -73,7 +73,7 @@ func TestUnlabelledGPUs(t *testing.T) {
 	createPods(t, cardPods(ns, "named", h200, 1)...)
 	waitPodEvent(t, ns, "named-0", "node plain-0's cards have no model (no product label), and the pod asks for NVIDIA-H200")
 	createPods(t, cardPods(ns, "any", "", 3)...)
-	waitBoundCount(t, ns, 2)
+	waitBound(t, ns, boundCount(2))
 	holdBoundAtMost(t, ns, 2)
 	if bound := boundPods(t, ns); slices.Contains(bound, "named-0") {
 		t.Errorf("a pod naming a model bound to a node without models: %v", bound)
@@ -89,7 +89,7 @@ func TestCardQuotaAcrossRestart(t *testing.T) {
 	createNodes(t, gpuNodes("cr", 3, 2)...)
 	s := startScheduler(t)
 	createPods(t, cardPods(ns, "a", "", 3)...)
-	waitBoundCount(t, ns, 3)
+	waitBound(t, ns, boundCount(3))
 	s.Stop()
 
 	createPods(t, cardPods(ns, "b", "", 3)...)
@@ -114,7 +114,7 @@ func TestCardQuotaWithScaledDeployments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitBoundCount(t, ns, 3)
+	waitBound(t, ns, boundCount(3))
 
 	scale(t, ns, "worker", 1)
 	var waiting string
@@ -132,7 +132,7 @@ func TestCardQuotaWithScaledDeployments(t *testing.T) {
 	holdBoundAtMost(t, ns, 3)
 
 	scale(t, ns, "web", 2)
-	waitBound(t, ns, waiting)
+	waitBound(t, ns, podsNamed(waiting))
 	holdBoundAtMost(t, ns, 3)
 	if bound, _ := appPods(t, ns, "web"); len(bound) != 2 {
 		t.Errorf("web has %d pods bound, want 2", len(bound))
@@ -152,7 +152,7 @@ func TestNodeChangesUnderPods(t *testing.T) {
 	ctx := context.Background()
 
 	createPods(t, cardPods(ns, "whole", h200, 1)...)
-	waitBound(t, ns, "whole-0")
+	waitBound(t, ns, podsNamed("whole-0"))
 	waitQueueCards(t, "reshape", map[string]int32{h200: 1})
 
 	// Re-sliced into MIG: no whole cards left, seven 1g.18gb slices.
@@ -170,7 +170,7 @@ func TestNodeChangesUnderPods(t *testing.T) {
 	createPods(t,
 		builder.MakePod(ns, "slice-0").Extended(migRes, 1).Obj(),
 		builder.MakePod(ns, "slice-1").Extended(migRes, 1).Obj())
-	waitBoundCount(t, ns, 2) // whole-0 and one slice
+	waitBound(t, ns, boundCount(2)).names() // whole-0 and one slice
 	waitPodEvent(t, ns, pendingPodWithPrefix(t, ns, "slice"), "queue reshape has insufficient NVIDIA-H200/mig-1g.18gb-mixed quota: requested 1, would use 2, capability 1")
 	// Only now has the scheduler surely seen the re-slice: a pod created
 	// right after the node's update could be placed on the node as its
@@ -208,7 +208,7 @@ func TestCardUnlimitedCPUMemory(t *testing.T) {
 		builder.MakePod(ns, "gpu").Req("cpu", "8").GPU(1).Obj(),
 		builder.MakePod(ns, "cpu-0").Req("cpu", "2").Obj(),
 		builder.MakePod(ns, "cpu-1").Req("cpu", "1").Obj())
-	waitBound(t, ns, "gpu", "cpu-0")
+	waitBound(t, ns, podsNamed("gpu", "cpu-0"))
 	waitPodEvent(t, ns, "cpu-1", "queue unlimited has insufficient cpu quota: requested 1, would use 3, capability 2")
 	neverBound(t, ns, "cpu-1")
 }
@@ -225,7 +225,7 @@ func TestVolcanoAliases(t *testing.T) {
 	startScheduler(t)
 
 	createPods(t, cardPods(ns, "single", h200, 3)...)
-	waitBoundCount(t, ns, 2)
+	waitBound(t, ns, boundCount(2))
 	waitPodEvent(t, ns, pendingPod(t, ns), "queue volcano has insufficient NVIDIA-H200 quota: requested 1, would use 3, capability 2")
 	waitQueueCards(t, "volcano", map[string]int32{h200: 2})
 
@@ -266,7 +266,7 @@ func TestCardRequestShareRoundsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	createPods(t, gangPod(ns, "g", 0, 2), gangPod(ns, "g", 1, 1))
-	waitBound(t, ns, "g-0", "g-1")
+	waitBound(t, ns, podsNamed("g-0", "g-1"))
 
 	deletePod(t, ns, "g-1")
 	err = wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
@@ -277,7 +277,7 @@ func TestCardRequestShareRoundsDown(t *testing.T) {
 		t.Fatalf("g-1 not gone: %v", err)
 	}
 	createPods(t, gangPod(ns, "g", 1, 1))
-	waitBound(t, ns, "g-1")
+	waitBound(t, ns, podsNamed("g-1"))
 	waitQueueCards(t, "share", map[string]int32{h200: 3})
 	holdBoundAtMost(t, ns, 2)
 }

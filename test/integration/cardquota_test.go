@@ -27,7 +27,7 @@ func TestCardQuotaCap(t *testing.T) {
 	startScheduler(t)
 
 	createPods(t, cardPods(ns, "p", h200, 5)...)
-	bound := waitBoundCount(t, ns, 3)
+	bound := waitBound(t, ns, boundCount(3)).names()
 	holdBoundAtMost(t, ns, 3)
 	waitPodEvent(t, ns, pendingPod(t, ns), "queue cap-h200 has insufficient NVIDIA-H200 quota: requested 1, would use 4, capability 3")
 	waitQueueCards(t, "cap-h200", map[string]int32{h200: 3})
@@ -35,7 +35,7 @@ func TestCardQuotaCap(t *testing.T) {
 	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), bound[0], metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	bound = waitBoundCount(t, ns, 3)
+	bound = waitBound(t, ns, boundCount(3)).names()
 	holdBoundAtMost(t, ns, 3)
 
 	// A pod that completes gives its card back too: the last one binds.
@@ -47,7 +47,7 @@ func TestCardQuotaCap(t *testing.T) {
 	if _, err := env.kube.CoreV1().Pods(ns).UpdateStatus(context.Background(), done, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitBoundCount(t, ns, 4) // the completed pod keeps its node name
+	waitBound(t, ns, boundCount(4)).names() // the completed pod keeps its node name
 	holdFor(t, holdWindow, func() error {
 		if running := len(boundPods(t, ns)) - 1; running > 3 {
 			return fmt.Errorf("%d pods hold NVIDIA-H200 cards, more than the capability 3", running)
@@ -70,12 +70,12 @@ func TestNonPreemptibleCardsOnlyGuarantee(t *testing.T) {
 		return builder.MakePod(ns, name).Label(v1alpha1.PreemptibilityLabel, v1alpha1.NonPreemptible).GPU(1).CardName(h200).Obj()
 	}
 	createPods(t, np("np-0"), np("np-1"))
-	waitBound(t, ns, "np-0")
+	waitBound(t, ns, podsNamed("np-0"))
 	waitPodEvent(t, ns, "np-1", "queue np-cards: non-preemptible pods may use only its guarantee of NVIDIA-H200: requested 1, would use 2, guarantee 1")
 	neverBound(t, ns, "np-1")
 
 	createPods(t, builder.MakePod(ns, "borrow").Label(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible).GPU(2).CardName(h200).Obj())
-	waitBound(t, ns, "borrow")
+	waitBound(t, ns, podsNamed("borrow"))
 }
 
 // TestCardAlternatives: pods that may use "4090|4090-D" are charged for the
@@ -92,7 +92,7 @@ func TestCardAlternatives(t *testing.T) {
 	startScheduler(t)
 
 	createPods(t, cardPods(ns, "p", rtx+"|"+rtxD, 3)...)
-	nodes := waitBound(t, ns, "p-0", "p-1", "p-2")
+	nodes := waitBound(t, ns, podsNamed("p-0", "p-1", "p-2"))
 	on4090 := 0
 	for _, n := range nodes {
 		if n == "alt-4090" {
@@ -122,7 +122,7 @@ func TestCardPreference(t *testing.T) {
 	)
 	startScheduler(t)
 	createPods(t, cardPods(ns, "p", rtx+"|"+rtxD, 1)...)
-	if got := waitBound(t, ns, "p-0")["p-0"]; got != "pref-4090" {
+	if got := waitBound(t, ns, podsNamed("p-0"))["p-0"]; got != "pref-4090" {
 		t.Errorf("p-0 bound to %s, want pref-4090, its first alternative", got)
 	}
 }
@@ -162,7 +162,7 @@ func TestMIGAndMPS(t *testing.T) {
 			builder.MakePod(ns, fmt.Sprintf("mps-%d", i)).Extended(cardmodel.MPSResource, 1).Obj())
 	}
 	createPods(t, pods...)
-	waitBoundCount(t, ns, 4)
+	waitBound(t, ns, boundCount(4))
 	holdBoundAtMost(t, ns, 4)
 	counts := map[string]int{}
 	for _, name := range boundPods(t, ns) {
@@ -191,7 +191,7 @@ func TestMixedAlternativesRefused(t *testing.T) {
 	)
 	waitPodEvent(t, ns, "mixed", "card models NVIDIA-H200 and NVIDIA-H200/mig-1g.18gb-mixed need different resources (whole cards and nvidia.com/mig-1g.18gb)")
 	waitPodEvent(t, ns, "bad", "annotation cardinal.dev/card-name is invalid")
-	waitBound(t, ns, "volcano")
+	waitBound(t, ns, podsNamed("volcano"))
 	neverBound(t, ns, "mixed", "bad")
 }
 
@@ -209,13 +209,13 @@ func TestCardRoomFreedByAnotherQueue(t *testing.T) {
 	startScheduler(t)
 
 	createPods(t, cardPods(nsB, "holder", rtx, 1)...)
-	waitBound(t, nsB, "holder-0")
+	waitBound(t, nsB, podsNamed("holder-0"))
 	createPods(t, cardPods(nsA, "waiter", rtx, 1)...)
 	waitPodEvent(t, nsA, "waiter-0", "Insufficient nvidia.com/gpu")
 	neverBound(t, nsA, "waiter-0")
 
 	deletePod(t, nsB, "holder-0")
-	if got := waitBoundTimeout(t, time.Minute, nsA, "waiter-0")["waiter-0"]; got != "room-4090" {
+	if got := waitBound(t, nsA, podsNamed("waiter-0"), within(time.Minute))["waiter-0"]; got != "room-4090" {
 		t.Errorf("waiter-0 bound to %q, want room-4090", got)
 	}
 }
@@ -232,7 +232,7 @@ func TestRoomOfTwoCardResources(t *testing.T) {
 	startScheduler(t)
 
 	createPods(t, builder.MakePod(ns, "slices").Extended(migRes, 2).Obj())
-	waitBound(t, ns, "slices")
+	waitBound(t, ns, podsNamed("slices"))
 	createPods(t,
 		builder.MakePod(ns, "both").GPU(1).Extended(migRes, 1).Obj(),
 		builder.MakePod(ns, "too-many").GPU(1).Extended(migRes, 3).Obj(),
@@ -242,7 +242,7 @@ func TestRoomOfTwoCardResources(t *testing.T) {
 	neverBound(t, ns, "both", "too-many")
 
 	deletePod(t, ns, "slices")
-	if got := waitBound(t, ns, "both")["both"]; got != "two-res-0" {
+	if got := waitBound(t, ns, podsNamed("both"))["both"]; got != "two-res-0" {
 		t.Errorf("both bound to %q, want two-res-0", got)
 	}
 	waitQueueCards(t, "two-res", map[string]int32{h200: 1, mig: 1})
@@ -272,10 +272,10 @@ func TestCardPreferenceMissed(t *testing.T) {
 	}
 
 	createPods(t, prioritized(lowPriority, hostPort(cardPods(ns, "holder", rtx, 1)[0], 7000, 7001))...)
-	waitBound(t, ns, "holder-0")
+	waitBound(t, ns, podsNamed("holder-0"))
 
 	createPods(t, prioritized(highPriority, hostPort(cardPods(ns, "p", rtx+"|"+rtxD, 1)[0], 7000))...)
-	if got := waitBound(t, ns, "p-0")["p-0"]; got != "miss-4090d" {
+	if got := waitBound(t, ns, podsNamed("p-0"))["p-0"]; got != "miss-4090d" {
 		t.Errorf("p-0 bound to %s, want miss-4090d, the only node with its port free", got)
 	}
 	waitPodEvent(t, ns, "p-0", "tried first on the 1 node of NVIDIA-GeForce-RTX-4090")
@@ -287,7 +287,7 @@ func TestCardPreferenceMissed(t *testing.T) {
 		hostPort(p, 7001+int32(i)) // g-0's port is in use on the 4090, g-1's is free on both
 	}
 	createPods(t, prioritized(highPriority, g...)...)
-	nodes := waitBound(t, ns, "g-0", "g-1")
+	nodes := waitBound(t, ns, podsNamed("g-0", "g-1"))
 	if nodes["g-0"] != "miss-4090d" || nodes["g-1"] != "miss-4090" {
 		t.Errorf("gang bound to %v, want g-0 on miss-4090d and g-1 on miss-4090", nodes)
 	}

@@ -66,7 +66,7 @@ func TestHeldGangDoesNotHangScheduler(t *testing.T) {
 	waitGangEvent(t, nsC, "c", "GangHeldByCardQuota")
 
 	createPods(t, builder.MakePod(ns, "single").Req("cpu", "100m").GPU(1).Obj())
-	waitBoundWithin(t, promptly, ns, "single")
+	waitBound(t, ns, podsNamed("single"), within(promptly))
 	holdBoundCounts(t, nsC, map[string]int{}, holdWindow)
 }
 
@@ -79,7 +79,7 @@ func TestMinMemberLowered(t *testing.T) {
 
 	createGatedGang(t, ns, "a", 3)
 	patchMinMember(t, ns, "a", 2)
-	waitBoundWithin(t, promptly, ns, "a-0", "a-1")
+	waitBound(t, ns, podsNamed("a-0", "a-1"), within(promptly))
 	holdBoundCounts(t, ns, map[string]int{"a": 2}, holdWindow)
 }
 
@@ -112,7 +112,7 @@ func TestGangBeingPlacedChanges(t *testing.T) {
 			waitParked(t, ns, "b")
 
 			tc.change(t, ns)
-			waitBoundWithin(t, promptly, ns, "b-0", "b-1")
+			waitBound(t, ns, podsNamed("b-0", "b-1"), within(promptly))
 			holdBoundCounts(t, ns, map[string]int{"b": 2}, holdWindow)
 		})
 	}
@@ -148,14 +148,6 @@ func TestGangSplitAcrossQueuesOrSchedulers(t *testing.T) {
 			strings.Contains(e.Note, "split-2") && strings.Contains(e.Note, "default-scheduler")
 	})
 	holdBoundCounts(t, ns, map[string]int{}, holdWindow)
-}
-
-// waitBoundWithin is waitBound with its own deadline.
-func waitBoundWithin(t *testing.T, timeout time.Duration, ns string, names ...string) {
-	t.Helper()
-	start := time.Now()
-	nodes := waitBoundTimeout(t, timeout, ns, names...)
-	t.Logf("%v bound %v after the change (%v)", names, time.Since(start).Round(10*time.Millisecond), nodes)
 }
 
 func patchMinMember(t *testing.T, ns, name string, min int32) {

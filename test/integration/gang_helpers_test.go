@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
@@ -68,19 +67,6 @@ func boundPerGang(t *testing.T, ns string) map[string]int {
 		}
 	}
 	return out
-}
-
-// waitBoundCounts waits until the bound pods per gang are exactly want.
-func waitBoundCounts(t *testing.T, ns string, want map[string]int, timeout time.Duration) {
-	t.Helper()
-	var got map[string]int
-	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(context.Context) (bool, error) {
-		got = boundPerGang(t, ns)
-		return equalCounts(got, want), nil
-	})
-	if err != nil {
-		t.Fatalf("bound pods per gang: got %v, want %v", got, want)
-	}
 }
 
 // holdBoundCounts checks the bound pods per gang stay exactly want over the hold window.

@@ -39,7 +39,7 @@ func TestGangAllOrNothing(t *testing.T) {
 	})
 
 	createNodes(t, builder.MakeNode("aon-1").GPU("NVIDIA-H200", 1).Obj())
-	waitBoundCounts(t, ns, map[string]int{"train": 4}, waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"train": 4}))
 	waitPodGroup(t, ns, "train", "Scheduling with 4 scheduled", func(pg *schedv1alpha1.PodGroup) bool {
 		_, waiting := pg.Annotations["cardinal.dev/waiting-reason"]
 		return pg.Status.Phase == schedv1alpha1.PodGroupScheduling && pg.Annotations["cardinal.dev/scheduled"] == "4" && !waiting
@@ -133,7 +133,7 @@ func TestMinFirst(t *testing.T) {
 				createPods(t, gangPods(ns, name, g[1], 1)...)
 			}
 			startScheduler(t)
-			waitBoundCounts(t, ns, tc.expect, waitTimeout)
+			waitBound(t, ns, gangsBound(tc.expect))
 			holdBoundCounts(t, ns, tc.expect, holdWindow)
 		})
 	}
@@ -146,7 +146,7 @@ func TestElasticFill(t *testing.T) {
 	startScheduler(t)
 	createPodGroup(t, ns, "c", 2)
 	createPods(t, gangPods(ns, "c", 12, 1)...)
-	waitBoundCounts(t, ns, map[string]int{"c": 10}, waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"c": 10}))
 	holdBoundCounts(t, ns, map[string]int{"c": 10}, holdWindow)
 }
 
@@ -165,7 +165,7 @@ func TestGangGivesBackOnFailure(t *testing.T) {
 	waitGangEvent(t, ns, "stuck", "GangUnschedulable")
 
 	createPods(t, builder.MakePod(ns, "single").Req("cpu", "100m").GPU(4).Obj())
-	waitBound(t, ns, "single")
+	waitBound(t, ns, podsNamed("single"))
 	holdBoundCounts(t, ns, map[string]int{"": 1}, holdWindow)
 }
 
@@ -177,7 +177,7 @@ func TestLargeGang(t *testing.T) {
 	createPodGroup(t, ns, "big", 200)
 	start := time.Now()
 	createPods(t, gangPods(ns, "big", 200, 1)...)
-	waitBoundCounts(t, ns, map[string]int{"big": 200}, 3*waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"big": 200}), within(3*waitTimeout))
 	t.Logf("gang of 200 bound in %v after its pods were created (creation took part of it)", time.Since(start).Round(time.Millisecond))
 }
 

@@ -176,12 +176,12 @@ func TestMissingAPIsReported(t *testing.T) {
 		markRightsCut(s)
 		named := builder.MakePod(ns, "named").Label("cardinal.dev/queue", "unreadable-q").GPU(1).Obj()
 		createPods(t, append(gangPodsOf(ns, "g", 2, 0), named, builder.MakePod(ns, "plain").Req("cpu", "100m").Obj())...)
-		waitBound(t, ns, "plain", "named")
+		waitBound(t, ns, podsNamed("plain", "named"))
 		waitPodEvent(t, ns, "g-0", "PodGroup "+ns+"/g cannot be read: the scheduler may not list and watch podgroups.scheduling.x-k8s.io")
 		neverBound(t, ns, "g-0", "g-1")
 		saysMissing(t, s)
 		restore()
-		waitBound(t, ns, "g-0", "g-1")
+		waitBound(t, ns, podsNamed("g-0", "g-1"))
 	})
 
 	t.Run("Queues", func(t *testing.T) {
@@ -196,7 +196,7 @@ func TestMissingAPIsReported(t *testing.T) {
 		neverBound(t, ns, "named", "plain")
 		saysMissing(t, s)
 		restore()
-		waitBound(t, ns, "named", "plain")
+		waitBound(t, ns, podsNamed("named", "plain"))
 	})
 }
 
@@ -209,7 +209,7 @@ func TestCoordinatedLeaderElectionKeptOff(t *testing.T) {
 	s := startScheduler(t, "--feature-gates=CoordinatedLeaderElection=true")
 	ns := createNamespace(t, "cle")
 	createPods(t, builder.MakePod(ns, "p").Req("cpu", "100m").Obj())
-	waitBound(t, ns, "p")
+	waitBound(t, ns, podsNamed("p"))
 	if log, err := os.ReadFile(s.LogPath); err != nil || !strings.Contains(string(log), "Turning CoordinatedLeaderElection off") {
 		t.Errorf("the scheduler log does not say CoordinatedLeaderElection was turned off (err %v)", err)
 	}

@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/controlplane"
@@ -191,33 +194,85 @@ func createPods(t *testing.T, pods ...*corev1.Pod) {
 	}
 }
 
-// waitBound waits until the named pods are all bound and returns their nodes.
-func waitBound(t *testing.T, ns string, names ...string) map[string]string {
-	t.Helper()
-	return waitBoundTimeout(t, waitTimeout, ns, names...)
+// boundWant is what waitBound waits for among a namespace's pods.
+type boundWant struct {
+	// names must all be bound (terminating or not).
+	names []string
+	// count, unless negative, is how many live pods must be bound.
+	count int
+	// perGang, unless nil, is how many pods (terminating too) must be
+	// bound per gang, exactly, no other gang with any.
+	perGang map[string]int
+	timeout time.Duration
 }
 
-// waitBoundTimeout is waitBound with its own deadline.
-func waitBoundTimeout(t *testing.T, timeout time.Duration, ns string, names ...string) map[string]string {
+// boundOption says what waitBound waits for, or for how long.
+type boundOption func(*boundWant)
+
+// podsNamed: these pods are all bound.
+func podsNamed(names ...string) boundOption {
+	return func(w *boundWant) { w.names = append(w.names, names...) }
+}
+
+// boundCount: exactly n live pods are bound.
+func boundCount(n int) boundOption { return func(w *boundWant) { w.count = n } }
+
+// gangsBound: exactly want pods are bound per gang.
+func gangsBound(want map[string]int) boundOption { return func(w *boundWant) { w.perGang = want } }
+
+// within: wait d rather than waitTimeout.
+func within(d time.Duration) boundOption { return func(w *boundWant) { w.timeout = d } }
+
+// placed are where a namespace's bound pods are, by name: live ones, and
+// named ones even if terminating.
+type placed map[string]string
+
+// names are the pods in p, sorted.
+func (p placed) names() []string { return slices.Sorted(maps.Keys(p)) }
+
+// waitBound waits until the pods of ns are bound as opts say, and returns
+// where they are. It is the one way tests wait for binding.
+func waitBound(t *testing.T, ns string, opts ...boundOption) placed {
 	t.Helper()
-	nodes := map[string]string{}
-	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
-		for _, n := range names {
-			p, err := env.kube.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
+	want := boundWant{count: -1, timeout: waitTimeout}
+	for _, o := range opts {
+		o(&want)
+	}
+	start := time.Now()
+	var got placed
+	var live int
+	var perGang map[string]int
+	err := wait.PollUntilContextTimeout(context.Background(), poll, want.timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		got, live, perGang = placed{}, 0, map[string]int{}
+		for _, p := range pods.Items {
 			if p.Spec.NodeName == "" {
+				continue
+			}
+			perGang[p.Labels[schedv1alpha1.PodGroupLabel]]++
+			if p.DeletionTimestamp == nil {
+				live++
+				got[p.Name] = p.Spec.NodeName
+			} else if slices.Contains(want.names, p.Name) {
+				got[p.Name] = p.Spec.NodeName
+			}
+		}
+		for _, n := range want.names {
+			if got[n] == "" {
 				return false, nil
 			}
-			nodes[n] = p.Spec.NodeName
 		}
-		return true, nil
+		return (want.count < 0 || live == want.count) && (want.perGang == nil || equalCounts(perGang, want.perGang)), nil
 	})
 	if err != nil {
-		t.Fatalf("pods %v of %s not all bound within %v (bound: %v): %v", names, ns, timeout, nodes, err)
+		t.Fatalf("pods of %s not bound as wanted within %v (pods %v, %d live pods, per gang %v): bound %v, %d live, per gang %v: %v",
+			ns, want.timeout, want.names, want.count, want.perGang, got, live, perGang, err)
 	}
-	return nodes
+	t.Logf("pods of %s bound as wanted after %v", ns, time.Since(start).Round(10*time.Millisecond))
+	return got
 }
 
 // holdFor checks, at every poll over window, that check passes: the way a

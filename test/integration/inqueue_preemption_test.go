@@ -50,7 +50,7 @@ func TestFullQueuePreemptsItsOwnLowerPriorityWork(t *testing.T) {
 
 			podGroupWith(t, ns, "low", 4, preemptible)
 			createPods(t, prioritized(lowPriority, gangPodsOf(ns, "low", 4, tc.gpus)...)...)
-			waitBoundCounts(t, ns, map[string]int{"low": 4}, waitTimeout)
+			waitBound(t, ns, gangsBound(map[string]int{"low": 4}))
 
 			podGroupWith(t, ns, "high", 2, preemptible)
 			createPods(t, prioritized(highPriority, gangPodsOf(ns, "high", 2, tc.gpus)...)...)
@@ -76,9 +76,9 @@ func TestFullQueuePreemptsItsOwnLowerPriorityWork(t *testing.T) {
 		createNodes(t, gpuNodes("fullownsingle", 1, 4)...)
 		startScheduler(t)
 		createPods(t, labelled(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible, prioritized(lowPriority, cardPods(ns, "low", "", 2)...)...)...)
-		waitBoundCount(t, ns, 2)
+		waitBound(t, ns, boundCount(2))
 		createPods(t, labelled(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible, prioritized(highPriority, cardPods(ns, "high", "", 1)...)...)...)
-		waitBound(t, ns, "high-0")
+		waitBound(t, ns, podsNamed("high-0"))
 		waitVictimEvent(t, ns, "low-", "Preempted", "this pod has priority 10")
 		holdFor(t, holdWindow, func() error {
 			if got := boundPods(t, ns); len(got) != 2 {
@@ -115,7 +115,7 @@ func TestFullQueueHeldWhenNothingMayBePreempted(t *testing.T) {
 
 			podGroupWith(t, ns, "low", 4, tc.lowLabels)
 			createPods(t, prioritized(tc.lowPriority, gangPods(ns, "low", 4, 1)...)...)
-			waitBoundCounts(t, ns, map[string]int{"low": 4}, waitTimeout)
+			waitBound(t, ns, gangsBound(map[string]int{"low": 4}))
 			before := boundPods(t, ns)
 
 			podGroupWith(t, ns, "high", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.Preemptible})
@@ -163,7 +163,7 @@ func TestNonPreemptibleGangHeldAtGuarantee(t *testing.T) {
 	createPods(t, prioritized(lowPriority, gangPods(ns, "np", 4, 1)...)...)
 	podGroupWith(t, ns, "low", 4, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.Preemptible})
 	createPods(t, prioritized(lowPriority, gangPods(ns, "low", 4, 1)...)...)
-	waitBoundCounts(t, ns, map[string]int{"np": 4, "low": 4}, waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"np": 4, "low": 4}))
 	before := boundPods(t, ns)
 
 	podGroupWith(t, ns, "high", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible})

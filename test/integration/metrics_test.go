@@ -59,7 +59,7 @@ func TestMetrics(t *testing.T) {
 		w = append(w, builder.MakePod(nsA, "w-"+strconv.Itoa(i)).Label("scheduling.x-k8s.io/pod-group", "w").Req("cpu", "6").Obj())
 	}
 	createPods(t, w...)
-	waitBoundCounts(t, nsA, map[string]int{"a": 8, "w": 4}, waitTimeout)
+	waitBound(t, nsA, gangsBound(map[string]int{"a": 8, "w": 4}))
 	// Queue met-b: a gang whose min its card capability cannot hold.
 	createPodGroup(t, nsB, "c", 9)
 	var c []*corev1.Pod
@@ -94,7 +94,7 @@ func TestMetrics(t *testing.T) {
 	// Queue met-b reclaims the elastic pods of met-a for a gang of 4.
 	createPodGroup(t, nsB, "b", 4)
 	createPods(t, gangPods(nsB, "b", 4, 1)...)
-	waitBoundCounts(t, nsB, map[string]int{"b": 4}, waitTimeout)
+	waitBound(t, nsB, gangsBound(map[string]int{"b": 4}))
 	second := controlplane.Samples(scrapeMetrics(t, s))
 	if got := second["cardinal_preemption_evictions_total"][`{reason="reclaim"}`]; got < 4 {
 		t.Errorf("cardinal_preemption_evictions_total{reason=\"reclaim\"} = %v, want at least 4", got)

@@ -32,7 +32,7 @@ func TestMPSNamedAfterWholeCard(t *testing.T) {
 		pods = append(pods, builder.MakePod(ns, "mps-"+string(rune('0'+i))).Extended(cardmodel.MPSResource, 1).Obj())
 	}
 	createPods(t, pods...)
-	waitBoundCount(t, ns, 2)
+	waitBound(t, ns, boundCount(2))
 	holdBoundAtMost(t, ns, 2)
 	waitQueueCards(t, "mps-h800", map[string]int32{now: 2})
 	waitPodEvent(t, ns, pendingPod(t, ns), "queue mps-h800 has insufficient "+now+" quota: requested 1, would use 3, capability 2")

@@ -24,7 +24,7 @@ func TestPodWaitsForItsOwner(t *testing.T) {
 	other.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1beta1", Kind: "StatefulSet", Name: "web",
 		UID: "00000000-0000-0000-0000-0000000000a2", Controller: ptr.To(true)}}
 	createPods(t, waiting, other)
-	waitBound(t, ns, other.Name)
+	waitBound(t, ns, podsNamed(other.Name))
 	waitPodEvent(t, ns, waiting.Name, "its owner Job "+ns+"/not-yet is not seen yet")
 	neverBound(t, ns, waiting.Name)
 }

@@ -77,7 +77,7 @@ func TestPlacedAsOnlyFromTheScheduler(t *testing.T) {
 	if _, err := pods.Create(ctx, builder.MakePod(ns, "p").GPU(1).Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitBound(t, ns, "p")
+	waitBound(t, ns, podsNamed("p"))
 	p, err := pods.Get(ctx, "p", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

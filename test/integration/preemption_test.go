@@ -45,7 +45,7 @@ func TestElasticPodsGiveWay(t *testing.T) {
 
 			createPodGroup(t, nsA, "a", 5)
 			createPods(t, gangPods(nsA, "a", 10, 1)...)
-			waitBoundCounts(t, nsA, map[string]int{"a": 10}, waitTimeout)
+			waitBound(t, nsA, gangsBound(map[string]int{"a": 10}))
 
 			createPodGroup(t, nsB, "b", 5)
 			createPods(t, gangPods(nsB, "b", 5, 1)...)
@@ -89,7 +89,7 @@ func wholeLowPriorityGangGoes(t *testing.T, i int, configPath string) {
 
 	createPodGroup(t, ns, "low", 4)
 	createPods(t, prioritized(lowPriority, gangPods(ns, "low", 4, 1)...)...)
-	waitBoundCounts(t, ns, map[string]int{"low": 4}, waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"low": 4}))
 
 	podGroupWith(t, ns, "high", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible})
 	createPods(t, prioritized(highPriority, gangPods(ns, "high", 2, 1)...)...)
@@ -138,7 +138,7 @@ func TestElasticPodsBeforeWholeGangs(t *testing.T) {
 		}
 		createPods(t, pods...)
 	}
-	waitBoundCounts(t, ns, map[string]int{"x": 4, "y": 4}, waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"x": 4, "y": 4}))
 
 	podGroupWith(t, ns, "high", 4, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible})
 	createPods(t, prioritized(highPriority, gangPods(ns, "high", 4, 1)...)...)
@@ -170,7 +170,7 @@ func TestNoSecondRoundWhileVictimsTerminate(t *testing.T) {
 		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300) // no kubelet ends it: the test does
 	}
 	createPods(t, low...)
-	nodes := waitBound(t, ns, "low-0", "low-1")
+	nodes := waitBound(t, ns, podsNamed("low-0", "low-1"))
 	createPods(t, prioritized(highPriority, builder.MakePod(ns, "high").GPU(1).Obj())...)
 
 	var victim, other string
@@ -206,7 +206,7 @@ func TestNoSecondRoundWhileVictimsTerminate(t *testing.T) {
 	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), victim, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := waitBound(t, ns, "high")["high"]; got != nodes[victim] {
+	if got := waitBound(t, ns, podsNamed("high"))["high"]; got != nodes[victim] {
 		t.Errorf("high bound on %s, want %s, where %s was", got, nodes[victim], victim)
 	}
 	untouched(holdWindow)
@@ -222,7 +222,7 @@ func TestNothingEvictedWhenMinCannotFit(t *testing.T) {
 
 	createPodGroup(t, ns, "a", 5)
 	createPods(t, gangPods(ns, "a", 8, 1)...)
-	waitBoundCounts(t, ns, map[string]int{"a": 8}, waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"a": 8}))
 	createPodGroup(t, ns, "b", 5)
 	createPods(t, gangPods(ns, "b", 5, 1)...)
 	waitEvent(t, ns, "a FailedScheduling event on b saying its min does not fit with every victim gone", func(e eventsv1.Event) bool {
@@ -266,7 +266,7 @@ func TestNonPreemptibleNeverEvicted(t *testing.T) {
 			createNodes(t, gpuNodes(fmt.Sprintf("never%d", i), 1, 2)...)
 			startScheduler(t)
 			tc.start(t, ns)
-			waitBoundCount(t, ns, 2)
+			waitBound(t, ns, boundCount(2))
 			before := boundPods(t, ns)
 
 			high := labelled(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible, prioritized(highPriority, cardPods(ns, "high", "", 1)...)...)
@@ -286,9 +286,9 @@ func TestNonPreemptibleNeverEvicted(t *testing.T) {
 		createNodes(t, gpuNodes("nevermid", 1, 2)...)
 		startScheduler(t)
 		createPods(t, labelled(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible, prioritized(midPriority, cardPods(ns, "mid", "", 2)...)...)...)
-		waitBoundCount(t, ns, 2)
+		waitBound(t, ns, boundCount(2))
 		createPods(t, labelled(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible, prioritized(highPriority, cardPods(ns, "high", "", 1)...)...)...)
-		waitBound(t, ns, "high-0")
+		waitBound(t, ns, podsNamed("high-0"))
 		waitVictimEvent(t, ns, "mid-", "Preempted", "this pod has priority 500")
 		holdFor(t, holdWindow, func() error {
 			if got := boundPods(t, ns); len(got) != 2 {
@@ -310,12 +310,12 @@ func TestSemiPreemptibleGivesOnlyElastic(t *testing.T) {
 
 	podGroupWith(t, ns, "semi", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.SemiPreemptible})
 	createPods(t, gangPods(ns, "semi", 4, 1)...)
-	waitBoundCounts(t, ns, map[string]int{"semi": 4}, waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"semi": 4}))
 
 	preemptible := map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.Preemptible}
 	podGroupWith(t, ns, "high", 2, preemptible)
 	createPods(t, prioritized(highPriority, gangPods(ns, "high", 2, 1)...)...)
-	waitBoundCounts(t, ns, map[string]int{"semi": 2, "high": 2}, waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"semi": 2, "high": 2}))
 
 	podGroupWith(t, ns, "more", 2, preemptible)
 	createPods(t, prioritized(highPriority, gangPods(ns, "more", 2, 1)...)...)
@@ -336,7 +336,7 @@ func TestCardAwareReclaim(t *testing.T) {
 
 	createPods(t, cardPods(nsA, "h200", h200, 4)...)
 	createPods(t, cardPods(nsA, "rtx", rtx, 4)...)
-	waitBoundCount(t, nsA, 8)
+	waitBound(t, nsA, boundCount(8))
 
 	createPodGroup(t, nsB, "b", 2)
 	var b []*corev1.Pod
@@ -344,7 +344,7 @@ func TestCardAwareReclaim(t *testing.T) {
 		b = append(b, builder.MakePod(nsB, fmt.Sprintf("b-%d", i)).Label("scheduling.x-k8s.io/pod-group", "b").Req("cpu", "100m").GPU(1).CardName(h200).Obj())
 	}
 	createPods(t, b...)
-	waitBound(t, nsB, "b-0", "b-1")
+	waitBound(t, nsB, podsNamed("b-0", "b-1"))
 	waitVictimEvent(t, nsA, "h200-", "Reclaimed", "queue cards-b is below its deserved NVIDIA-H200 share, 0 of 2")
 	holdFor(t, holdWindow, func() error {
 		var h, r int
@@ -381,7 +381,7 @@ func TestReclaimSettles(t *testing.T) {
 		}
 	}
 	deploy(nsA, "a")
-	waitBoundCounts(t, nsA, map[string]int{"a": 10}, waitTimeout)
+	waitBound(t, nsA, gangsBound(map[string]int{"a": 10}))
 	deploy(nsB, "b")
 	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
 		a, b := boundPerGang(t, nsA)["a"], boundPerGang(t, nsB)["b"]
@@ -418,10 +418,10 @@ func TestPreemptionAcrossNodes(t *testing.T) {
 	s := startScheduler(t, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
 
 	createPods(t, prioritized(lowPriority, cardPods(ns, "low", "", 6)...)...)
-	waitBoundCount(t, ns, 6)
+	waitBound(t, ns, boundCount(6))
 	podGroupWith(t, ns, "wide", 6, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.Preemptible})
 	createPods(t, prioritized(highPriority, gangPods(ns, "wide", 6, 1)...)...)
-	waitBoundCounts(t, ns, map[string]int{"wide": 6}, waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"wide": 6}))
 	waitGangNote(t, ns, "wide", "Preempting", "evicted 6 pods on 3 nodes for its min of 6")
 	if n := countEvents(t, ns, "Preempting"); n != 1 {
 		t.Errorf("%d preemption rounds, want 1", n)

@@ -17,7 +17,7 @@ func TestProfileBindsOnlyItsOwnPods(t *testing.T) {
 		builder.MakePod(ns, "cardinal").Req("cpu", "1").GPU(1).Obj(),
 		builder.MakePod(ns, "other").SchedulerName("default-scheduler").Req("cpu", "1").Obj(),
 	)
-	nodes := waitBound(t, ns, "cardinal")
+	nodes := waitBound(t, ns, podsNamed("cardinal"))
 	if nodes["cardinal"] != "profile-n1" {
 		t.Errorf("pod cardinal bound to %q, want profile-n1", nodes["cardinal"])
 	}

@@ -50,20 +50,6 @@ func boundPods(t *testing.T, ns string) []string {
 	return out
 }
 
-// waitBoundCount waits until exactly n pods of ns are bound.
-func waitBoundCount(t *testing.T, ns string, n int) []string {
-	t.Helper()
-	var got []string
-	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
-		got = boundPods(t, ns)
-		return len(got) == n, nil
-	})
-	if err != nil {
-		t.Fatalf("want %d bound pods in %s, got %d: %v", n, ns, len(got), got)
-	}
-	return got
-}
-
 // holdBoundAtMost checks that never more than n pods of ns are bound over the window.
 func holdBoundAtMost(t *testing.T, ns string, n int) {
 	t.Helper()
@@ -117,7 +103,7 @@ func TestQueueCapability(t *testing.T) {
 	startScheduler(t)
 
 	createPods(t, cpuPods(ns, "p", "cap", 6)...)
-	bound := waitBoundCount(t, ns, 4)
+	bound := waitBound(t, ns, boundCount(4)).names()
 	holdBoundAtMost(t, ns, 4)
 	pending := ""
 	for _, p := range cpuPods(ns, "p", "cap", 6) {
@@ -130,7 +116,7 @@ func TestQueueCapability(t *testing.T) {
 	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), bound[0], metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	waitBoundCount(t, ns, 4)
+	waitBound(t, ns, boundCount(4))
 	holdBoundAtMost(t, ns, 4)
 	waitQueueStatus(t, "cap", "cpu=4", func(q *v1alpha1.Queue) bool {
 		return q.Status.Allocated.Cpu().Cmp(*q.Spec.Capability.Cpu()) == 0
@@ -145,12 +131,12 @@ func TestQueueCapabilityAcrossRestart(t *testing.T) {
 	createNodes(t, builder.MakeNode("restart-0").Obj())
 	s := startScheduler(t)
 	createPods(t, cpuPods(ns, "a", "restart", 2)...)
-	waitBoundCount(t, ns, 2)
+	waitBound(t, ns, boundCount(2))
 	s.Stop()
 
 	createPods(t, cpuPods(ns, "b", "restart", 4)...)
 	startScheduler(t)
-	waitBoundCount(t, ns, 3)
+	waitBound(t, ns, boundCount(3))
 	holdBoundAtMost(t, ns, 3)
 }
 
@@ -179,7 +165,7 @@ func TestGangHeldByQueue(t *testing.T) {
 		grow = append(grow, builder.MakePod(ns, fmt.Sprintf("grow-%d", i)).Label("scheduling.x-k8s.io/pod-group", "grow").Req("cpu", "1").Obj())
 	}
 	createPods(t, grow...)
-	waitBound(t, ns, "grow-0", "grow-1", "grow-2")
+	waitBound(t, ns, podsNamed("grow-0", "grow-1", "grow-2"))
 	if got := boundPerGang(t, ns)["big"]; got != 0 {
 		t.Errorf("held gang has %d pods bound", got)
 	}
@@ -198,13 +184,13 @@ func TestNonPreemptibleUsesOnlyGuarantee(t *testing.T) {
 		return builder.MakePod(ns, name).Label(v1alpha1.QueueLabel, "np").Label(v1alpha1.PreemptibilityLabel, v1alpha1.NonPreemptible).Req("cpu", "1").Obj()
 	}
 	createPods(t, np("np-0"), np("np-1"), np("np-2"))
-	waitBound(t, ns, "np-0", "np-1")
+	waitBound(t, ns, podsNamed("np-0", "np-1"))
 	waitPodEvent(t, ns, "np-2", "queue np: non-preemptible pods may use only its guarantee of cpu: requested 1, would use 3, guarantee 2")
 	neverBound(t, ns, "np-2")
 
 	borrow := builder.MakePod(ns, "borrow").Label(v1alpha1.QueueLabel, "np").Label(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible).Req("cpu", "3").Obj()
 	createPods(t, borrow)
-	waitBound(t, ns, "borrow")
+	waitBound(t, ns, podsNamed("borrow"))
 }
 
 // TestUnknownQueue: a pod naming a queue that does not exist stays Pending
@@ -226,7 +212,7 @@ func TestQueueStatusFollowsPods(t *testing.T) {
 	createNodes(t, builder.MakeNode("st-0").Obj())
 	startScheduler(t)
 	createPods(t, cpuPods(ns, "s", "st", 3)...)
-	waitBoundCount(t, ns, 3)
+	waitBound(t, ns, boundCount(3))
 	waitQueueStatus(t, "st", "allocated cpu 3 and over its deserved share? no", func(q *v1alpha1.Queue) bool {
 		return q.Status.Allocated.Cpu().String() == "3" && q.Status.AllocatedSummary == "cpu=3"
 	})
@@ -298,7 +284,7 @@ func TestShrinkAndQueueDeletion(t *testing.T) {
 	createNodes(t, builder.MakeNode("shrink-0").Res("cpu", "4").Obj(), builder.MakeNode("shrink-1").Res("cpu", "4").Obj())
 	s := startScheduler(t, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
 	createPods(t, cpuPods(ns, "p", "shrink", 6)...)
-	waitBoundCount(t, ns, 6)
+	waitBound(t, ns, boundCount(6))
 
 	ctx := context.Background()
 	if err := env.kube.CoreV1().Nodes().Delete(ctx, "shrink-1", metav1.DeleteOptions{}); err != nil {
@@ -329,7 +315,7 @@ func TestShrinkAndQueueDeletion(t *testing.T) {
 	}
 
 	createQueue(t, builder.MakeQueue("shrink").Obj())
-	waitBound(t, ns, "late")
+	waitBound(t, ns, podsNamed("late"))
 }
 
 // TestQueueResolution: a pod's queue is its PodGroup's label, else its own,

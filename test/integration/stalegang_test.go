@@ -66,7 +66,7 @@ func TestStaleGangGivenBack(t *testing.T) {
 	if _, err := env.kube.CoreV1().Pods(ns).UpdateStatus(context.Background(), done, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitBound(t, ns, "elastic-0", "elastic-1")
+	waitBound(t, ns, podsNamed("elastic-0", "elastic-1"))
 
 	waitEvent(t, ns, "GangBelowMin on PodGroup broken", func(e eventsv1.Event) bool {
 		return e.Reason == "GangBelowMin" && e.Regarding.Kind == "PodGroup" && e.Regarding.Name == "broken" &&

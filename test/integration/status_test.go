@@ -41,7 +41,7 @@ func TestQueueStatusAgreesWithScheduler(t *testing.T) {
 
 	// A whole-card pod asking for 4 cpu (not charged: cardUnlimitedCpuMemory).
 	createPods(t, builder.MakePod(ns, "whole").Req("cpu", "4").GPU(1).CardName(h200).NodeSelector("pool", "agree-0").Obj())
-	waitBound(t, ns, "whole")
+	waitBound(t, ns, podsNamed("whole"))
 	resliceToMIG(t, "agree-0", 7)
 
 	// A gang member reserved on agree-1, waiting at Permit for its gated sibling.
@@ -52,7 +52,7 @@ func TestQueueStatusAgreesWithScheduler(t *testing.T) {
 
 	// cpu: card pods are not charged, so 2 cpu of plain pods fit and a third does not.
 	createPods(t, builder.MakePod(ns, "cpu-0").Req("cpu", "2").Obj())
-	waitBound(t, ns, "cpu-0")
+	waitBound(t, ns, podsNamed("cpu-0"))
 	createPods(t, builder.MakePod(ns, "cpu-1").Req("cpu", "1").Obj())
 	waitPodEvent(t, ns, "cpu-1", "queue agree has insufficient cpu quota: requested 1, would use 3, capability 2")
 
@@ -115,7 +115,7 @@ func TestSemiPreemptibleChargeAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	createPods(t, gangPods(ns, "train", 4, 1)...)
-	waitBoundCounts(t, ns, map[string]int{"train": 4}, waitTimeout)
+	waitBound(t, ns, gangsBound(map[string]int{"train": 4}))
 	s.Stop()
 	startScheduler(t)
 
@@ -123,7 +123,7 @@ func TestSemiPreemptibleChargeAcrossRestart(t *testing.T) {
 		return builder.MakePod(ns, name).Label(v1alpha1.PreemptibilityLabel, v1alpha1.NonPreemptible).Req("cpu", "100m").GPU(gpus).Obj()
 	}
 	createPods(t, nonPreemptible("np-0", 2))
-	waitBound(t, ns, "np-0")
+	waitBound(t, ns, podsNamed("np-0"))
 	createPods(t, nonPreemptible("np-1", 1))
 	waitPodEvent(t, ns, "np-1", "queue semi: non-preemptible pods may use only its guarantee of NVIDIA-H200: requested 1, would use 5, guarantee 4")
 	neverBound(t, ns, "np-1")
@@ -156,7 +156,7 @@ func TestStatusFollowsLeaderElection(t *testing.T) {
 			createNodes(t, builder.MakeNode(queue).Obj())
 			startSchedulerWith(t, configWith(t, tc.edits...))
 			createPods(t, builder.MakePod(ns, "p").Req("cpu", "1").Obj())
-			waitBound(t, ns, "p")
+			waitBound(t, ns, podsNamed("p"))
 			waitQueueStatus(t, queue, "allocated cpu=1", func(q *v1alpha1.Queue) bool {
 				return q.Status.AllocatedSummary == "cpu=1"
 			})
@@ -250,7 +250,7 @@ func TestQueueStatusWritesPaced(t *testing.T) {
 	createNodes(t, builder.MakeNode("paced-0").Res("cpu", "64").Obj())
 	startScheduler(t)
 	createPods(t, pods...)
-	waitBoundCount(t, ns, queues)
+	waitBound(t, ns, boundCount(queues))
 	for i := range queues {
 		waitQueueStatus(t, fmt.Sprintf("paced-%02d", i), "allocated cpu 1", func(q *v1alpha1.Queue) bool {
 			return q.Status.Allocated.Cpu().String() == "1"

@@ -70,7 +70,7 @@ func TestQueueNamespaceSelector(t *testing.T) {
 
 	createPods(t, labelled(v1alpha1.QueueLabel, "nsel-b", cardPods(own, "ok", "", 1)...)...)
 	createPods(t, labelled(v1alpha1.QueueLabel, "nsel-b", cardPods(other, "intruder", "", 1)...)...)
-	waitBound(t, own, "ok-0")
+	waitBound(t, own, podsNamed("ok-0"))
 	waitPodEvent(t, other, "intruder-0", "namespace nsel-other may not use queue nsel-b")
 	waitPodEvent(t, other, "intruder-0", "label namespace nsel-other to match it")
 	neverBound(t, other, "intruder-0")
@@ -88,7 +88,7 @@ func TestQueueNamespaceSelector(t *testing.T) {
 	}
 
 	patchLabels(t, "", "namespaces", other, map[string]string{"team": "b"})
-	waitBound(t, other, "intruder-0")
+	waitBound(t, other, podsNamed("intruder-0"))
 }
 
 // TestQueueRelabelDoesNotMoveRunningPods: a running pod relabelled to
@@ -101,14 +101,14 @@ func TestQueueRelabelDoesNotMoveRunningPods(t *testing.T) {
 	qa := gpuQueue(t, "relq-a", 1, 1, true)
 	qb := gpuQueue(t, "relq-b", 1, 1, true)
 	createPods(t, cardPods(qa, "a", "", 1)...)
-	waitBound(t, qa, "a-0")
+	waitBound(t, qa, podsNamed("a-0"))
 	patchLabels(t, qa, "pods", "a-0", map[string]string{v1alpha1.QueueLabel: qb})
 	waitPodEvent(t, qa, "a-0", "stays charged to it until it is gone")
 
 	s.Stop() // the books must be rebuilt the same
 	startScheduler(t)
 	createPods(t, cardPods(qb, "b", "", 1)...)
-	waitBound(t, qb, "b-0")
+	waitBound(t, qb, podsNamed("b-0"))
 	waitQueueStatus(t, qa, "a-0 still charged to relq-a", func(q *v1alpha1.Queue) bool { return queueCards(q)[h200] == 1 })
 	waitQueueStatus(t, qb, "only b-0 charged to relq-b", func(q *v1alpha1.Queue) bool { return queueCards(q)[h200] == 1 })
 	createPods(t, cardPods(qa, "a2", "", 1)...)
@@ -136,7 +136,7 @@ func TestRelabelledNonPreemptibleStaysReclaimable(t *testing.T) {
 			pods := gangPods(qa, "g", 4, 1)
 			createPodGroup(t, qa, "g", 1)
 			createPods(t, pods...)
-			waitBoundCounts(t, qa, map[string]int{"g": 4}, waitTimeout)
+			waitBound(t, qa, gangsBound(map[string]int{"g": 4}))
 			switch via {
 			case "pod":
 				for _, p := range pods {
@@ -155,7 +155,7 @@ func TestRelabelledNonPreemptibleStaysReclaimable(t *testing.T) {
 			}
 			waitPodEvent(t, qa, pods[3].Name, "stays preemptible (reclaimable) until it is gone")
 			createPods(t, cardPods(qb, "b", "", 2)...)
-			waitBound(t, qb, "b-0", "b-1")
+			waitBound(t, qb, podsNamed("b-0", "b-1"))
 		})
 	}
 }
@@ -176,7 +176,7 @@ func TestSidecarCardsCharged(t *testing.T) {
 		return p
 	}
 	createPods(t, withSidecar("s-0"))
-	waitBound(t, ns, "s-0")
+	waitBound(t, ns, podsNamed("s-0"))
 	waitQueueCards(t, ns, map[string]int32{h200: 2})
 	createPods(t, withSidecar("s-1"))
 	waitPodEvent(t, ns, "s-1", "insufficient NVIDIA-H200 quota: requested 2")
@@ -274,7 +274,7 @@ func TestFailedEvictionRetried(t *testing.T) {
 	ns := gpuQueue(t, "evretry", 2, 2, true)
 	refuseDeletes(t, ns)
 	createPods(t, labelled(refuseDeleteLabel, "true", prioritized(lowPriority, cardPods(ns, "low", "", 2)...)...)...)
-	waitBound(t, ns, "low-0", "low-1")
+	waitBound(t, ns, podsNamed("low-0", "low-1"))
 	createPods(t, prioritized(highPriority, cardPods(ns, "high", "", 1)...)...)
 	// The victim is marked a disruption target, and its delete refused.
 	var victim string
@@ -298,5 +298,5 @@ func TestFailedEvictionRetried(t *testing.T) {
 	}
 	neverBound(t, ns, "high-0") // the victim still runs: its room is not free
 	removeLabel(t, ns, victim, refuseDeleteLabel)
-	waitBound(t, ns, "high-0")
+	waitBound(t, ns, podsNamed("high-0"))
 }

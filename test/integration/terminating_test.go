@@ -31,14 +31,14 @@ func TestTerminatingPodKeepsCharge(t *testing.T) {
 	t.Run("pod", func(t *testing.T) {
 		ns := gpuQueue(t, "terminating-pod", 2, 2, true)
 		createPods(t, builder.MakePod(ns, "a").GPU(2).Obj())
-		waitBound(t, ns, "a")
+		waitBound(t, ns, podsNamed("a"))
 		deleteGracefully(t, ns, "a", 600) // a checkpoint on SIGTERM
 		createPods(t, builder.MakePod(ns, "b").GPU(2).Obj())
 		waitPodEvent(t, ns, "b", "insufficient NVIDIA-H200 quota: requested 2")
 		neverBound(t, ns, "b")
 		waitQueueCards(t, ns, map[string]int32{h200: 2})
 		deletePod(t, ns, "a")
-		waitBound(t, ns, "b")
+		waitBound(t, ns, podsNamed("b"))
 		waitQueueCards(t, ns, map[string]int32{h200: 2})
 	})
 
@@ -46,7 +46,7 @@ func TestTerminatingPodKeepsCharge(t *testing.T) {
 		ns := gpuQueue(t, "terminating-gang", 4, 4, true)
 		createPodGroup(t, ns, "g", 2)
 		createPods(t, gangPods(ns, "g", 2, 1)...)
-		waitBound(t, ns, "g-0", "g-1")
+		waitBound(t, ns, podsNamed("g-0", "g-1"))
 		deleteGracefully(t, ns, "g-0", 600)
 		deleteGracefully(t, ns, "g-1", 600)
 		// One replacement is not the gang's min: the terminating pods
@@ -55,7 +55,7 @@ func TestTerminatingPodKeepsCharge(t *testing.T) {
 		neverBound(t, ns, "g-2")
 		waitQueueCards(t, ns, map[string]int32{h200: 2})
 		createPods(t, gangPod(ns, "g", 3, 1))
-		waitBound(t, ns, "g-2", "g-3")
+		waitBound(t, ns, podsNamed("g-2", "g-3"))
 		waitQueueCards(t, ns, map[string]int32{h200: 4})
 		// A third replacement would take the queue past its capability
 		// while the old pods terminate.
@@ -63,7 +63,7 @@ func TestTerminatingPodKeepsCharge(t *testing.T) {
 		waitPodEvent(t, ns, "g-4", "insufficient NVIDIA-H200 quota")
 		neverBound(t, ns, "g-4")
 		deletePod(t, ns, "g-0")
-		waitBound(t, ns, "g-4")
+		waitBound(t, ns, podsNamed("g-4"))
 		deletePod(t, ns, "g-1")
 		waitQueueCards(t, ns, map[string]int32{h200: 3})
 	})

@@ -49,7 +49,7 @@ func TestFitsTheAPIServer(t *testing.T) {
 		t.Fatalf("no line of the scheduler's log says %q:\n%s", want, tail(string(log), 40))
 	}
 	createPods(t, cardPods(ns, "p", "", 2)...)
-	waitBound(t, ns, "p-0", "p-1")
+	waitBound(t, ns, podsNamed("p-0", "p-1"))
 }
 
 // TestRefusesAnOlderAPIServer: against an API server older than 1.34 the

@@ -203,7 +203,7 @@ func TestWhy(t *testing.T) {
 			setup: func(t *testing.T, ns string) {
 				createQueue(t, builder.MakeQueue(ns).Card("NVIDIA-H200", 0, 2).Obj())
 				createPods(t, builder.MakePod(ns, "first").GPU(1).CardName("NVIDIA-H200").Obj())
-				waitBound(t, ns, "first")
+				waitBound(t, ns, podsNamed("first"))
 				createPods(t, builder.MakePod(ns, "p").GPU(2).CardName("NVIDIA-H200").Obj())
 				waitScheduledMessage(t, ns, "p", "insufficient")
 			},
@@ -322,7 +322,7 @@ func TestWhyRuntime(t *testing.T) {
 		ns := createGPUNamespace(t, "whyrt-elastic")
 		createPodGroup(t, ns, "g", 1)
 		createPods(t, gangPods(ns, "g", 3, 4)...)
-		waitBoundCounts(t, ns, map[string]int{"g": 2}, waitTimeout)
+		waitBound(t, ns, gangsBound(map[string]int{"g": 2}))
 		msg := waitScheduledMessage(t, ns, "g-2", "elastic pods never preempt")
 		a := why(t, "pod", ns, "g-2")
 		if a.State != inspect.Waiting || a.Why != msg {
@@ -333,7 +333,7 @@ func TestWhyRuntime(t *testing.T) {
 		}
 		for pod, role := range map[string]string{"g-0": "a min member", "g-1": "an elastic pod (beyond its min; preempted first)"} {
 			a := why(t, "pod", ns, pod)
-			node := waitBound(t, ns, pod)[pod]
+			node := waitBound(t, ns, podsNamed(pod))[pod]
 			want := fmt.Sprintf("pod %s/%s is on node %s (NVIDIA-H200), charged to queue %s as %s of gang %s/g (2 placed, minMember 1)", ns, pod, node, ns, role, ns)
 			if a.State != inspect.Running || a.Why != want {
 				t.Errorf("why %s: %s %q, want %q", pod, a.State, a.Why, want)
@@ -346,10 +346,10 @@ func TestWhyRuntime(t *testing.T) {
 		nsB := gpuQueue(t, "whyrt-b", 0, 10, true)
 		createPodGroup(t, nsA, "a", 2)
 		createPods(t, gangPods(nsA, "a", 8, 1)...)
-		waitBoundCounts(t, nsA, map[string]int{"a": 8}, waitTimeout)
+		waitBound(t, nsA, gangsBound(map[string]int{"a": 8}))
 		createPodGroup(t, nsB, "b", 4)
 		createPods(t, gangPods(nsB, "b", 4, 1)...)
-		waitBoundCounts(t, nsB, map[string]int{"b": 4}, waitTimeout)
+		waitBound(t, nsB, gangsBound(map[string]int{"b": 4}))
 		var victim string
 		waitEvent(t, nsA, "a Reclaimed event", func(e eventsv1.Event) bool {
 			victim = e.Regarding.Name
