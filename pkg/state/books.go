@@ -127,7 +127,21 @@ func (x index[K, V]) take(k K) map[types.UID]V {
 func (b *books) add(e *podEntry) {
 	b.pods[e.pod.UID] = e
 	b.inNamespace.add(e.pod.Namespace, e.pod.UID, e)
-	if uid := controllerUID(e); uid != "" {
+	b.fileController(e)
+}
+
+// fileController indexes a pod under its controller as its owner
+// references name it now, out of where it was filed before: owner
+// references change (a controller releases or adopts a pod), and an entry
+// left under the old controller would outlive the pod.
+func (b *books) fileController(e *podEntry) {
+	uid := controllerUID(e)
+	if uid == e.controller && (uid == "" || b.podsByController.has(uid, e.pod.UID)) {
+		return
+	}
+	b.podsByController.remove(e.controller, e.pod.UID)
+	e.controller = uid
+	if uid != "" {
 		b.podsByController.add(uid, e.pod.UID, e)
 	}
 }
@@ -139,5 +153,5 @@ func (b *books) remove(e *podEntry) {
 	delete(b.pods, uid)
 	delete(b.unverified, uid)
 	b.inNamespace.remove(e.pod.Namespace, uid)
-	b.podsByController.remove(controllerUID(e), uid)
+	b.podsByController.remove(e.controller, uid)
 }

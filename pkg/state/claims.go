@@ -62,11 +62,7 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 	// nomination on node is stale: kube-scheduler would go on counting it
 	// there, on top of pod, and the gang's last members would each find
 	// the node full of the other's nomination until the room expired.
-	if own, had := pr.claims[pod.UID]; had {
-		s.preemptions.dropClaim(pr, pod.UID)
-		own.Pod = c.Pod
-		s.preemptions.claim(pr, own)
-	}
+	s.preemptions.handOver(pr, pod.UID, c.Pod)
 	var stale []*corev1.Pod
 	for _, m := range pr.members {
 		if m.UID == c.Pod {

@@ -74,6 +74,8 @@ type podEntry struct {
 	placedAs *placement
 	// waitsFor is the owner the pod is filed as waiting for (owners.go).
 	waitsFor string
+	// controller is the controller UID the pod is indexed under (books.go).
+	controller types.UID
 	// terminating: the placed pod is being deleted. It has left its gang
 	// and keeps its node and its charge until it is gone (terminating.go).
 	terminating bool
@@ -149,6 +151,7 @@ func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string)
 	} else {
 		old := e.pod
 		e.pod = pod
+		s.books.fileController(e)
 		if factsMayChange(old, pod) {
 			e.owner = owner()
 			s.setFactsLocked(e, s.factsLocked(pod, e.owner))

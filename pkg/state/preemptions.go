@@ -122,14 +122,18 @@ func (p *preemptions) claim(pr *preemption, c Claim) {
 	p.publish(c.Node)
 }
 
-// dropClaim gives up the room kept for a member of pr.
-func (p *preemptions) dropClaim(pr *preemption, uid types.UID) {
-	c, ok := pr.claims[uid]
+// handOver gives the room kept for member from to member to, in one
+// publish: Filter, reading without the lock, never sees the room gone.
+func (p *preemptions) handOver(pr *preemption, from, to types.UID) {
+	c, ok := pr.claims[from]
 	if !ok {
 		return
 	}
-	delete(pr.claims, uid)
-	delete(p.claimOf, uid)
+	delete(pr.claims, from)
+	delete(p.claimOf, from)
+	c.Pod = to
+	pr.claims[to] = c
+	p.claimOf[to] = pr.key
 	p.publish(c.Node)
 }
 

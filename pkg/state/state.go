@@ -90,8 +90,9 @@ func DefaultSettings() Settings {
 // in), gang assembly (which gang is being placed), preemptions under way,
 // and the notes it leaves for the status writers. A change reaches every
 // part it concerns through State's methods; the parts know nothing of each
-// other, of the lock, or of the framework. The wiring to the cluster
-// (wiring.go) decides nothing.
+// other, of the lock, or of the framework: every method of a part expects
+// State's lock held, so only State's own helpers carry the Locked suffix.
+// The wiring to the cluster (wiring.go) decides nothing.
 type State struct {
 	settings Settings
 	clock    clock.WithDelayedExecution

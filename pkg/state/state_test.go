@@ -224,3 +224,46 @@ func TestReserveRecordsTheInformersCopy(t *testing.T) {
 		t.Fatalf("placed %+v, want p reserved on n and not bound", placed)
 	}
 }
+
+// TestReleasedPodLeavesNoEntry: a pod its controller released (owner
+// references changed) is filed anew, so once it is deleted nothing of it
+// is left under either controller, however its owner references went.
+func TestReleasedPodLeavesNoEntry(t *testing.T) {
+	controlled := func(p *corev1.Pod, uid types.UID) *corev1.Pod {
+		p = p.DeepCopy()
+		p.OwnerReferences = nil
+		if uid != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: string(uid), UID: uid, Controller: ptrTo(true)}}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name  string
+		owned []types.UID // the controller of each update in turn
+	}{
+		{"released", []types.UID{"rs-1", ""}},
+		{"adopted", []types.UID{"", "rs-1"}},
+		{"moved", []types.UID{"rs-1", "rs-2"}},
+		{"moved and back", []types.UID{"rs-1", "rs-2", "rs-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newTestState()
+			p := member("g", 0)
+			for _, uid := range tc.owned {
+				s.OnPod(controlled(p, uid))
+			}
+			s.mu.RLock()
+			last := tc.owned[len(tc.owned)-1]
+			if got := len(s.books.podsByController[last]); last != "" && got != 1 {
+				t.Errorf("filed under %s: %d pods, want 1", last, got)
+			}
+			s.mu.RUnlock()
+			s.OnPodDeleted(controlled(p, last))
+			s.mu.RLock()
+			defer s.mu.RUnlock()
+			if len(s.books.podsByController) != 0 {
+				t.Errorf("left under controllers after the pod was deleted: %v", s.books.podsByController)
+			}
+		})
+	}
+}

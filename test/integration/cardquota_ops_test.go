@@ -170,7 +170,7 @@ func TestNodeChangesUnderPods(t *testing.T) {
 	createPods(t,
 		builder.MakePod(ns, "slice-0").Extended(migRes, 1).Obj(),
 		builder.MakePod(ns, "slice-1").Extended(migRes, 1).Obj())
-	waitBound(t, ns, boundCount(2)).names() // whole-0 and one slice
+	waitBound(t, ns, boundCount(2)) // whole-0 and one slice
 	waitPodEvent(t, ns, pendingPodWithPrefix(t, ns, "slice"), "queue reshape has insufficient NVIDIA-H200/mig-1g.18gb-mixed quota: requested 1, would use 2, capability 1")
 	// Only now has the scheduler surely seen the re-slice: a pod created
 	// right after the node's update could be placed on the node as its
