@@ -74,6 +74,25 @@ func (r OwnerUnseen) Fix() string {
 	return fmt.Sprintf("nothing: it is tried as soon as %s is seen; if it was deleted, delete the pod", r.Owner)
 }
 
+// Relabelled: the pod's labels changed what it was checked as (its queue,
+// or its preemptibility) between PreFilter and Reserve; what was not
+// checked is not booked (SPEC §3.5, §3.7).
+type Relabelled struct {
+	// What changed: "queue" or "preemptibility".
+	What     string
+	From, To string
+}
+
+func (r Relabelled) String() string {
+	return fmt.Sprintf("its %s changed from %s to %s while it was being scheduled; it is tried again", r.What, r.From, r.To)
+}
+
+func (r Relabelled) Error() string { return r.String() }
+
+func (r Relabelled) Fix() string {
+	return fmt.Sprintf("nothing: it is tried again as its %s is now, %s", r.What, r.To)
+}
+
 // Loading: the scheduler has just started and has not loaded the cluster.
 type Loading struct{}
 
@@ -89,5 +108,6 @@ func init() {
 	register[QueueUnreadable]()
 	register[NamespaceDenied]()
 	register[OwnerUnseen]()
+	register[Relabelled]()
 	register[Loading]()
 }

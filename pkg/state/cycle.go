@@ -1,7 +1,6 @@
 package state
 
 import (
-	"fmt"
 	"sort"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/workload"
 )
 
@@ -79,21 +79,21 @@ type Checked struct {
 }
 
 // changedSinceLocked says how a pod's labels changed its queue, its right
-// to it, or its preemptibility since they were queue and class ("" if they
-// did not): a relabel between PreFilter and Reserve must not book what was
-// not checked (SPEC §3.5, §3.7).
-func changedSinceLocked(e *podEntry, queue string, class workload.Preemptibility) string {
+// to it, or its preemptibility since they were queue and class (nil if
+// they did not): a relabel between PreFilter and Reserve must not book
+// what was not checked (SPEC §3.5, §3.7).
+func changedSinceLocked(e *podEntry, queue string, class workload.Preemptibility) refusal.Refusal {
 	switch {
 	case e.Queue != queue:
-		return fmt.Sprintf("its queue changed from %s to %s while it was being scheduled; it is tried again", queue, e.Queue)
+		return refusal.Relabelled{What: "queue", From: queue, To: e.Queue}
 	case e.Denied != nil:
-		return e.Denied.String()
+		return e.Denied
 	case e.OwnerUnseen != "":
-		return "its owner " + e.OwnerUnseen + " is not seen yet"
+		return refusal.OwnerUnseen{Owner: e.OwnerUnseen}
 	case e.Preemptibility != class:
-		return fmt.Sprintf("its preemptibility changed from %s to %s while it was being scheduled; it is tried again", class, e.Preemptibility)
+		return refusal.Relabelled{What: "preemptibility", From: string(class), To: string(e.Preemptibility)}
 	}
-	return ""
+	return nil
 }
 
 // prospectLocked reads the state only; the read lock is enough.

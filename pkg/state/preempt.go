@@ -13,6 +13,7 @@ import (
 
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/quota"
+	"cardinal.dev/cardinal/pkg/refusal"
 )
 
 // What preemption (pkg/preemption) reads of the state, and what it records
@@ -58,7 +59,7 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 		return p, e.Denied.String(), false // nothing of any queue is touched for it (SPEC §1.1)
 	}
 	if e.OwnerUnseen != "" {
-		return p, "its owner " + e.OwnerUnseen + " is not seen yet", false
+		return p, refusal.OwnerUnseen{Owner: e.OwnerUnseen}.String(), false
 	}
 	if ongoing := s.preemptions.underWay[p.Key]; ongoing != nil {
 		switch n := ongoing.victims.Len(); {

@@ -10,6 +10,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
 )
 
 // A pod is placed at Reserve, charged to its queue and counted for its
@@ -30,10 +31,10 @@ func (s *State) ReserveAsChecked(pod *corev1.Pod, node string, checked *Checked)
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("pod %s/%s was deleted", pod.Namespace, pod.Name))
 	}
 	if checked != nil {
-		if why := changedSinceLocked(e, checked.Queue, checked.Class); why != "" {
+		if why := changedSinceLocked(e, checked.Queue, checked.Class); why != nil {
 			// Its change is already here: no later event would wake it.
 			s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
-			return fwk.NewStatus(fwk.Unschedulable, why)
+			return refusal.Status(fwk.Unschedulable, why)
 		}
 	}
 	if e.placed() {
