@@ -18,6 +18,7 @@ func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]strin
 	e := s.books.pods[pod.UID]
 	if e != nil && e.terminating {
 		e.pod = pod
+		s.books.fileController(e)
 		return
 	}
 	// Brought up to date first (bound; or, first seen after a restart,
