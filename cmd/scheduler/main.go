@@ -31,6 +31,7 @@ import (
 
 	"cardinal.dev/cardinal/pkg/compat"
 	"cardinal.dev/cardinal/pkg/controllers"
+	"cardinal.dev/cardinal/pkg/gauges"
 	"cardinal.dev/cardinal/pkg/metrics"
 	"cardinal.dev/cardinal/pkg/registry"
 	"cardinal.dev/cardinal/pkg/settings"
@@ -72,7 +73,7 @@ func main() {
 		st.Configure(cfg.State)
 		if cfg.Enabled {
 			metrics.Register()
-			legacyregistry.CustomMustRegister(state.NewCollector(st))
+			legacyregistry.CustomMustRegister(gauges.NewCollector(st))
 			controllers.Start(ctx, st, cfg.LeaderElection)
 		}
 		return nil

@@ -22,6 +22,15 @@ var holdKinds = map[string]string{
 	"CardinalCardQuota": "card-quota",
 }
 
+// HoldKind names, for metrics, what the admission check holder holds
+// gangs for: queue-quota, card-quota or gang-split.
+func HoldKind(holder string) string {
+	if kind := holdKinds[holder]; kind != "" {
+		return kind
+	}
+	return holder
+}
+
 // heldLocked records that holder now holds gang g for why; it tells
 // whether that is news (a new hold or a new reason). The checks that run
 // after holder are not run while it holds: their holds are dropped, so
@@ -39,11 +48,7 @@ func (s *State) heldLocked(g *gangEntry, holder string, why refusal.Refusal) (ch
 		return false
 	}
 	if !had && s.records() {
-		kind := holdKinds[holder]
-		if kind == "" {
-			kind = holder
-		}
-		metrics.AdmissionsHeld.WithLabelValues(kind).Inc()
+		metrics.AdmissionsHeld.WithLabelValues(HoldKind(holder)).Inc()
 	}
 	s.noteGangLocked(g.key)
 	return true

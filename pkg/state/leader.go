@@ -30,3 +30,11 @@ func (s *State) Leading() bool { return s.leader.leading.Load() }
 // notes gangs for the status writers: it leads, and it is not a tool's
 // read-only copy of the state.
 func (s *State) records() bool { return !s.settings.ReadOnly && s.leader.leading.Load() }
+
+// Records is records for those outside the lock: the metrics collector
+// serves the state's numbers only when it is true.
+func (s *State) Records() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.records()
+}

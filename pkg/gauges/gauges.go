@@ -1,9 +1,16 @@
-package state
+// Package gauges reads the scheduling state's numbers at scrape time, as
+// gauges on the scheduler's metrics endpoint (SPEC §6). It only reads the
+// state through its copies (QueueStatuses, Gangs, NodeModels), so the
+// state holds no metrics wiring of its own; counters observed as things
+// happen are pkg/metrics'.
+package gauges
 
 import (
 	"sort"
 
 	"k8s.io/component-base/metrics"
+
+	"cardinal.dev/cardinal/pkg/state"
 )
 
 // Collector reads the state's numbers at scrape time (SPEC §6): per queue
@@ -12,12 +19,12 @@ import (
 // models and fixed reasons: bounded by queues × models, never by pods.
 type Collector struct {
 	metrics.BaseStableCollector
-	state *State
+	state *state.State
 }
 
 // NewCollector returns a collector of st's numbers; register it with
 // legacyregistry.CustomMustRegister.
-func NewCollector(st *State) *Collector { return &Collector{state: st} }
+func NewCollector(st *state.State) *Collector { return &Collector{state: st} }
 
 func desc(name, help string, labels ...string) *metrics.Desc {
 	return metrics.NewDesc("cardinal_"+name, help, labels, nil, metrics.ALPHA, "")
@@ -81,10 +88,7 @@ func sortedDescs(m map[string]*metrics.Desc) []*metrics.Desc {
 // resources + gangs + nodes), at scrape time only. A replica that does not
 // lead serves none.
 func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
-	c.state.mu.RLock()
-	records := c.state.records()
-	c.state.mu.RUnlock()
-	if !records {
+	if !c.state.Records() {
 		return // a standby's state is not what is scheduled with
 	}
 	gauge := func(d *metrics.Desc, v float64, labels ...string) {
@@ -150,11 +154,7 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 			byState["waiting"]++
 		}
 		for h := range g.Held {
-			kind := holdKinds[h]
-			if kind == "" {
-				kind = h
-			}
-			byHold[kind]++
+			byHold[state.HoldKind(h)]++
 		}
 	}
 	for _, s := range gangStates {
