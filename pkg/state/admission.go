@@ -129,7 +129,7 @@ func (s *State) holdLocked(pod *corev1.Pod, g *gangEntry, a QuotaAdmission, why 
 		s.wakeElasticLocked()
 		s.wakeNextGangLocked()
 	}
-	s.waitForRoomLocked(pod, queue, a.UsesCards)
+	s.waits.forRoom(pod, queue, a.UsesCards)
 	s.refreshGangLocked(g)
 	return changed
 }

@@ -130,13 +130,20 @@ func (b *books) add(e *podEntry) {
 	b.fileController(e)
 }
 
+// setPod replaces the pod of a recorded entry by its newer copy, and files
+// it under the controller that copy names.
+func (b *books) setPod(e *podEntry, pod *corev1.Pod) {
+	e.pod = pod
+	b.fileController(e)
+}
+
 // fileController indexes a pod under its controller as its owner
-// references name it now, out of where it was filed before: owner
-// references change (a controller releases or adopts a pod), and an entry
-// left under the old controller would outlive the pod.
+// references name it now, out of where it was filed before (e.controller):
+// owner references change (a controller releases or adopts a pod), and an
+// entry left under the old controller would outlive the pod.
 func (b *books) fileController(e *podEntry) {
 	uid := controllerUID(e)
-	if uid == e.controller && (uid == "" || b.podsByController.has(uid, e.pod.UID)) {
+	if uid == e.controller {
 		return
 	}
 	b.podsByController.remove(e.controller, e.pod.UID)

@@ -53,7 +53,7 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 		return
 	}
 	pr.used[pod.UID] = c
-	s.claimDoneLocked(c.Pod)
+	s.preemptions.claimDone(c.Pod)
 	if c.Pod == pod.UID {
 		return
 	}
@@ -120,13 +120,6 @@ func (s *State) renominatedLocked(pod *corev1.Pod) {
 		}
 	}
 	s.out.push(func(fw Framework) { unnominate(fw, []*corev1.Pod{pod}) })
-}
-
-// claimDoneLocked drops a member's claim: it was placed, or it is gone.
-func (s *State) claimDoneLocked(uid types.UID) {
-	if key, ok := s.preemptions.claimOf[uid]; ok {
-		s.preemptions.claimDone(key, uid)
-	}
 }
 
 // nominator is what clearing a nomination needs of the framework handle.

@@ -85,7 +85,7 @@ func (s *State) OnPodDeleted(pod *corev1.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.victimGoneLocked(pod.UID)
-	s.claimDoneLocked(pod.UID)
+	s.preemptions.claimDone(pod.UID)
 	s.podGoneLocked(pod)
 }
 

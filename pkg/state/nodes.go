@@ -276,7 +276,7 @@ func (s *State) WaitForNode(pod *corev1.Pod, queue, node string, carried []corev
 	if e := s.books.nodes[node]; e != nil && !slices.ContainsFunc(carried, func(r corev1.ResourceName) bool { return !e.models.Carries(r) }) {
 		return true
 	}
-	s.waitForRoomLocked(pod, queue, true)
+	s.waits.forRoom(pod, queue, true)
 	return false
 }
 

@@ -150,8 +150,7 @@ func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string)
 		s.chargeLocked(e, 1)
 	} else {
 		old := e.pod
-		e.pod = pod
-		s.books.fileController(e)
+		s.books.setPod(e, pod)
 		if factsMayChange(old, pod) {
 			e.owner = owner()
 			s.setFactsLocked(e, s.factsLocked(pod, e.owner))
@@ -232,7 +231,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	s.forgetWaitLocked(e)
 	// A victim that is only terminating still holds its node: it stays a
 	// victim until it is deleted or finished (OnPodDeleted, OnPod).
-	s.claimDoneLocked(uid)
+	s.preemptions.claimDone(uid)
 	delete(s.preemptions.unnominated, uid)
 	if e.placed() {
 		s.books.podsOn.remove(e.node, e.pod.UID)

@@ -137,9 +137,13 @@ func (p *preemptions) handOver(pr *preemption, from, to types.UID) {
 	p.publish(c.Node)
 }
 
-// claimDone drops a member's claim under preemptor key: placed, or gone.
-// A preemption with neither claims nor victims left is over.
-func (p *preemptions) claimDone(key string, uid types.UID) {
+// claimDone drops a member's claim: it was placed, or it is gone. A
+// preemption with neither claims nor victims left is over.
+func (p *preemptions) claimDone(uid types.UID) {
+	key, ok := p.claimOf[uid]
+	if !ok {
+		return
+	}
 	delete(p.claimOf, uid)
 	pr := p.underWay[key]
 	if pr == nil {

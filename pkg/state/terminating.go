@@ -17,8 +17,7 @@ import (
 func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]string) {
 	e := s.books.pods[pod.UID]
 	if e != nil && e.terminating {
-		e.pod = pod
-		s.books.fileController(e)
+		s.books.setPod(e, pod)
 		return
 	}
 	// Brought up to date first (bound; or, first seen after a restart,
@@ -27,7 +26,7 @@ func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]strin
 	s.chargeLocked(e, -1)
 	elastic := e.elastic
 	s.forgetWaitLocked(e)
-	s.claimDoneLocked(pod.UID)
+	s.preemptions.claimDone(pod.UID)
 	g := s.books.gangs[e.Gang]
 	if g != nil {
 		if _, ok := g.members[pod.UID]; ok {

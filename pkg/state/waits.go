@@ -108,7 +108,8 @@ func (w *waits) takeDeferred() map[types.UID]*corev1.Pod {
 }
 
 // forget drops a pod of gang k that is gone from every wait but the
-// room's and the owner's, which its entry names (leaveRoom, forOwner).
+// room's and the owner's, which its entry names (leaveRoom; the owner's is
+// State.waitForOwnerLocked's).
 func (w *waits) forget(k gang.Key, uid types.UID) {
 	delete(w.parkedElastic, uid)
 	delete(w.deferred, uid)
@@ -132,10 +133,6 @@ func (w *waits) forget(k gang.Key, uid types.UID) {
 func (s *State) WaitForRoom(pod *corev1.Pod, queue string, usesCards bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.waitForRoomLocked(pod, queue, usesCards)
-}
-
-func (s *State) waitForRoomLocked(pod *corev1.Pod, queue string, usesCards bool) {
 	s.waits.forRoom(pod, queue, usesCards)
 }
 
