@@ -66,5 +66,11 @@ func (g *PodGroupWrapper) MinResources(name corev1.ResourceName, qty string) *Po
 	return g
 }
 
+// ScheduleTimeout sets spec.scheduleTimeoutSeconds, the Permit wait.
+func (g *PodGroupWrapper) ScheduleTimeout(seconds int32) *PodGroupWrapper {
+	g.Spec.ScheduleTimeoutSeconds = &seconds
+	return g
+}
+
 // Obj returns the PodGroup.
 func (g *PodGroupWrapper) Obj() *schedv1alpha1.PodGroup { return &g.PodGroup }

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
@@ -28,15 +27,7 @@ func TestCardRequestAdmission(t *testing.T) {
 	createNodes(t, gpuNodes("cg", 2, 4)...)
 	startScheduler(t)
 
-	createPodGroup(t, ns, "train", 2)
-	pg, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), "train", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg.Annotations = map[string]string{v1alpha1.CardRequestAnnotation: `{"NVIDIA-H200":4}`}
-	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Update(context.Background(), pg, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPodGroupFrom(t, builder.MakePodGroup(ns, "train", 2).Annotation(v1alpha1.CardRequestAnnotation, `{"NVIDIA-H200":4}`).Obj())
 	createPods(t, gangPods(ns, "train", 2, 2)...)
 	waitEvent(t, ns, "GangHeldByCardQuota on PodGroup train", func(e eventsv1.Event) bool {
 		return e.Regarding.Name == "train" && e.Reason == "GangHeldByCardQuota" &&
@@ -229,13 +220,7 @@ func TestVolcanoAliases(t *testing.T) {
 	waitPodEvent(t, ns, pendingPod(t, ns), "queue volcano has insufficient NVIDIA-H200 quota: requested 1, would use 3, capability 2")
 	waitQueueCards(t, "volcano", map[string]int32{h200: 2})
 
-	pg := &schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vj", Annotations: map[string]string{v1alpha1.VolcanoCardRequestAnnotation: `{"NVIDIA-H200":2}`}},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 2},
-	}
-	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPodGroupFrom(t, builder.MakePodGroup(ns, "vj", 2).Annotation(v1alpha1.VolcanoCardRequestAnnotation, `{"NVIDIA-H200":2}`).Obj())
 	createPods(t, gangPods(ns, "vj", 2, 1)...)
 	waitEvent(t, ns, "GangHeldByCardQuota on PodGroup vj", func(e eventsv1.Event) bool {
 		return e.Regarding.Name == "vj" && e.Reason == "GangHeldByCardQuota" &&
@@ -256,20 +241,12 @@ func TestCardRequestShareRoundsDown(t *testing.T) {
 	createNodes(t, gpuNodes("cs", 1, 4)...)
 	startScheduler(t)
 
-	createPodGroup(t, ns, "g", 2)
-	pg, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), "g", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg.Annotations = map[string]string{v1alpha1.CardRequestAnnotation: `{"NVIDIA-H200":3}`}
-	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Update(context.Background(), pg, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPodGroupFrom(t, builder.MakePodGroup(ns, "g", 2).Annotation(v1alpha1.CardRequestAnnotation, `{"NVIDIA-H200":3}`).Obj())
 	createPods(t, gangPod(ns, "g", 0, 2), gangPod(ns, "g", 1, 1))
 	waitBound(t, ns, podsNamed("g-0", "g-1"))
 
 	deletePod(t, ns, "g-1")
-	err = wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		_, err := env.kube.CoreV1().Pods(ns).Get(ctx, "g-1", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})

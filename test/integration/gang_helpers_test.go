@@ -18,15 +18,16 @@ func podGroups() pgclient.Interface {
 	return pgclient.NewForConfigOrDie(env.cp.Config())
 }
 
-// createGang makes a PodGroup with minMember and the pods of it, each
-// asking for gpus cards; pods are named <name>-<i>.
+// createPodGroup makes a PodGroup of minMember in ns.
 func createPodGroup(t *testing.T, ns, name string, minMember int32) {
 	t.Helper()
-	pg := &schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
-	}
-	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+	createPodGroupFrom(t, builder.MakePodGroup(ns, name, minMember).Obj())
+}
+
+// createPodGroupFrom creates pg (built with builder.MakePodGroup).
+func createPodGroupFrom(t *testing.T, pg *schedv1alpha1.PodGroup) {
+	t.Helper()
+	if _, err := podGroups().SchedulingV1alpha1().PodGroups(pg.Namespace).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/test/builder"
 )
 
 // gangLedger follows each gang's bound pods from a pod watch: when its
@@ -165,7 +167,7 @@ func TestInterleavedGangsMakeSteadyProgress(t *testing.T) {
 				return
 			case <-time.After(time.Until(start.Add(g.at))):
 			}
-			pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: g.name}, Spec: schedv1alpha1.PodGroupSpec{MinMember: int32(g.pods)}}
+			pg := builder.MakePodGroup(ns, g.name, int32(g.pods)).Obj()
 			if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
 				t.Errorf("creating PodGroup %s: %v", g.name, err)
 				return

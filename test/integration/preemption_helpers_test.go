@@ -12,7 +12,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/controlplane"
@@ -39,13 +38,7 @@ func ensurePriorityClasses(t *testing.T) {
 // podGroupWith makes a PodGroup with labels.
 func podGroupWith(t *testing.T, ns, name string, minMember int32, labels map[string]string) {
 	t.Helper()
-	pg := &schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
-	}
-	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPodGroupFrom(t, builder.MakePodGroup(ns, name, minMember).Labels(labels).Obj())
 }
 
 // prioritized gives pods a priority class.

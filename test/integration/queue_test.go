@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
@@ -342,13 +341,7 @@ func TestQueueResolution(t *testing.T) {
 	big := func(name string) *corev1.Pod {
 		return builder.MakePod(ns, name).Label(v1alpha1.PreemptibilityLabel, "sometimes").Req("cpu", "2").Obj()
 	}
-	pg := &schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "g", Labels: map[string]string{v1alpha1.QueueLabel: "from-pg"}},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 1},
-	}
-	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPodGroupFrom(t, builder.MakePodGroup(ns, "g", 1).Label(v1alpha1.QueueLabel, "from-pg").Obj())
 	createPods(t,
 		big("in-ns"),
 		withLabel(big("own-label"), v1alpha1.QueueLabel, "from-pod"),

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
@@ -107,13 +106,7 @@ func TestSemiPreemptibleChargeAcrossRestart(t *testing.T) {
 	createNodes(t, gpuNodes("semi", 2, 4)...)
 	s := startScheduler(t)
 
-	pg := &schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train", Labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.SemiPreemptible}},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 2},
-	}
-	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPodGroupFrom(t, builder.MakePodGroup(ns, "train", 2).Label(v1alpha1.PreemptibilityLabel, v1alpha1.SemiPreemptible).Obj())
 	createPods(t, gangPods(ns, "train", 4, 1)...)
 	waitBound(t, ns, gangsBound(map[string]int{"train": 4}))
 	s.Stop()

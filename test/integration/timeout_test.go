@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/test/builder"
 )
 
 // TestScheduleTimeoutFromPodGroup: a PodGroup's spec.scheduleTimeoutSeconds
@@ -23,13 +23,7 @@ func TestScheduleTimeoutFromPodGroup(t *testing.T) {
 	createNodes(t, gpuNodes("pg-timeout", 1, 2)...)
 	startScheduler(t)
 
-	pg := &schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "short"},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 2, ScheduleTimeoutSeconds: ptr.To[int32](3)},
-	}
-	if _, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPodGroupFrom(t, builder.MakePodGroup(ns, "short", 2).ScheduleTimeout(3).Obj())
 	pods := gangPods(ns, "short", 2, 1)
 	pods[1].Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "cardinal.dev/test-hold"}}
 	start := time.Now()
