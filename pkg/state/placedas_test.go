@@ -1,12 +1,14 @@
 package state
 
 import (
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/test/builder"
 	"cardinal.dev/cardinal/test/fake"
 )
@@ -76,11 +78,16 @@ func TestReserveRefusesWhatWasNotChecked(t *testing.T) {
 		name   string
 		labels map[string]string
 		ok     bool
+		// why is the refusal Reserve gives, as a value.
+		why refusal.Refusal
 	}{
 		{name: "unchanged", ok: true},
-		{name: "relabelled non-preemptible", labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible}},
-		{name: "relabelled to another queue", labels: map[string]string{v1alpha1.QueueLabel: "other"}},
-		{name: "relabelled to a queue its namespace may not use", labels: map[string]string{v1alpha1.QueueLabel: "closed"}},
+		{name: "relabelled non-preemptible", labels: map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.NonPreemptible},
+			why: refusal.Relabelled{What: "preemptibility", From: "preemptible", To: "non-preemptible"}},
+		{name: "relabelled to another queue", labels: map[string]string{v1alpha1.QueueLabel: "other"},
+			why: refusal.Relabelled{What: "queue", From: "q", To: "other"}},
+		{name: "relabelled to a queue its namespace may not use", labels: map[string]string{v1alpha1.QueueLabel: "closed"},
+			why: refusal.Relabelled{What: "queue", From: "q", To: "closed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := newTestState()
@@ -105,6 +112,9 @@ func TestReserveRefusesWhatWasNotChecked(t *testing.T) {
 			st := s.ReserveAsChecked(p, "n", checked)
 			if st.IsSuccess() != tc.ok {
 				t.Errorf("Reserve: %v, want success %v", st, tc.ok)
+			}
+			if why, _ := refusal.As(st); !reflect.DeepEqual(why, tc.why) {
+				t.Errorf("Reserve refused with %#v, want %#v", why, tc.why)
 			}
 			if placed := s.books.pods["p"].placed(); placed != tc.ok {
 				t.Errorf("placed %v, want %v", placed, tc.ok)
