@@ -11,8 +11,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/cli"
+	"k8s.io/component-base/featuregate"
 	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
@@ -64,6 +67,9 @@ func main() {
 		if err := keepOffCoordinatedLeaderElection(); err != nil {
 			return err
 		}
+		if err := keepOffKubernetesGangs(); err != nil {
+			return err
+		}
 		// kube-scheduler has applied --feature-gates (PersistentPreRunE) and
 		// builds its informers only after this: fit the gates to what the API
 		// server serves first (SPEC §6).
@@ -94,6 +100,36 @@ func keepOffCoordinatedLeaderElection() error {
 	}
 	klog.Background().Info("Turning CoordinatedLeaderElection off: with it, this process would stand for the default scheduler's lease; cardinal-scheduler elects its leader on its own lease only")
 	return utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.CoordinatedLeaderElection): false})
+}
+
+// keepOffKubernetesGangs turns GenericWorkload off, and every gate that
+// depends on it, even when --feature-gates turns it on. With it,
+// kube-scheduler's queue takes every pod that names a Kubernetes PodGroup
+// (spec.schedulingGroup) out of the profile's own scheduling and places its
+// group in a cycle of its own, which knows neither queues, card quota nor
+// preemptibility. In cardinal-scheduler those pods are Cardinal's alone
+// (SPEC §1.2): its state reads their PodGroups itself (pkg/state, native.go).
+func keepOffKubernetesGangs() error {
+	fg := utilfeature.DefaultMutableFeatureGate
+	off := map[string]bool{}
+	var turnOff func(featuregate.Feature)
+	turnOff = func(g featuregate.Feature) {
+		if !fg.Enabled(g) || off[string(g)] {
+			return
+		}
+		off[string(g)] = false
+		for dependent, needs := range fg.Dependencies() {
+			if slices.Contains(needs, g) {
+				turnOff(dependent)
+			}
+		}
+	}
+	turnOff(features.GenericWorkload)
+	if len(off) == 0 {
+		return nil
+	}
+	klog.Background().Info("Turning off kube-scheduler's own gang scheduling: Cardinal schedules pods of Kubernetes' PodGroups as gangs itself", "gates", slices.Sorted(maps.Keys(off)))
+	return fg.SetFromMap(off)
 }
 
 // fitToServer refuses an API server older than Cardinal supports and turns

@@ -7,32 +7,67 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
-// Key is a gang's namespace/name. A pod without a PodGroup is a gang of one
-// and has no Key.
+// Key is a gang's namespace/name: that of its scheduler-plugins PodGroup,
+// or, for Kubernetes' own PodGroup (scheduling.k8s.io), namespace/name
+// followed by NativeSuffix, so that PodGroups of the same name in the two
+// APIs are two gangs. A pod without a PodGroup is a gang of one and has no
+// Key.
 type Key string
 
+// NativeSuffix ends the Key of a gang whose PodGroup is Kubernetes' own
+// (scheduling.k8s.io/v1beta1). No object name holds an "@".
+const NativeSuffix = "@" + schedulingv1beta1.GroupName
+
 // Of returns the gang of a pod: the PodGroup its scheduling.x-k8s.io/pod-group
-// label names, in the pod's namespace.
+// label names, or else the Kubernetes PodGroup its spec.schedulingGroup
+// names, in the pod's namespace.
 func Of(pod *corev1.Pod) (Key, bool) {
-	name := pod.Labels[schedv1alpha1.PodGroupLabel]
-	if name == "" {
-		return "", false
+	if name := pod.Labels[schedv1alpha1.PodGroupLabel]; name != "" {
+		return Key(pod.Namespace + "/" + name), true
 	}
-	return Key(pod.Namespace + "/" + name), true
+	if name := NativeName(pod); name != "" {
+		return NativeKey(pod.Namespace, name), true
+	}
+	return "", false
+}
+
+// NativeName is the Kubernetes PodGroup a pod's spec.schedulingGroup names,
+// or "".
+func NativeName(pod *corev1.Pod) string {
+	if g := pod.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+		return *g.PodGroupName
+	}
+	return ""
+}
+
+// NamesGroup tells whether a pod already names a PodGroup of either API
+// (SPEC §7 rule 1: such a pod is left alone by the grouper).
+func NamesGroup(pod *corev1.Pod) bool {
+	_, ok := Of(pod)
+	return ok
 }
 
 // Split returns the PodGroup's namespace and name.
 func (k Key) Split() (namespace, name string) {
-	namespace, name, _ = strings.Cut(string(k), "/")
+	namespace, name, _ = strings.Cut(strings.TrimSuffix(string(k), NativeSuffix), "/")
 	return namespace, name
 }
+
+// Native tells whether the gang's PodGroup is Kubernetes' own.
+func (k Key) Native() bool { return strings.HasSuffix(string(k), NativeSuffix) }
 
 // KeyOf is the Key of a PodGroup.
 func KeyOf(pg *schedv1alpha1.PodGroup) Key {
 	return Key(pg.Namespace + "/" + pg.Name)
+}
+
+// NativeKey is the Key of Kubernetes' PodGroup namespace/name.
+func NativeKey(namespace, name string) Key {
+	return Key(namespace + "/" + name + NativeSuffix)
 }
 
 // Less is a gang's rank order of its pods: older first by creation time,

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -214,7 +215,11 @@ func splitLocked(g *gangEntry, scheduler string) refusal.Refusal {
 // podGroupRef is what an event about a gang's PodGroup points at.
 func podGroupRef(g *gangEntry) *corev1.ObjectReference {
 	ns, name := g.key.Split()
-	ref := &corev1.ObjectReference{APIVersion: schedv1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup", Namespace: ns, Name: name}
+	apiVersion := schedv1alpha1.SchemeGroupVersion.String()
+	if g.key.Native() {
+		apiVersion = schedulingv1beta1.SchemeGroupVersion.String()
+	}
+	ref := &corev1.ObjectReference{APIVersion: apiVersion, Kind: "PodGroup", Namespace: ns, Name: name}
 	if g.group != nil {
 		ref.UID = g.group.UID
 	}

@@ -85,7 +85,7 @@ func (s *State) foundAPIsLocked() {
 func (s *State) wakeWaitingForLocked(api string) {
 	var pods []*corev1.Pod
 	for _, e := range s.books.pods {
-		if !e.placed() && (api != podGroupsAPI || e.Gang != "") {
+		if !e.placed() && ((api != podGroupsAPI && api != nativePodGroupsAPI) || e.Gang != "") {
 			pods = append(pods, e.pod)
 		}
 	}

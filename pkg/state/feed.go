@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
@@ -119,9 +120,21 @@ func (s *State) podGoneLocked(pod *corev1.Pod) {
 // lowered min is met, and makes them give back their nodes when a raised
 // min cannot be.
 func (s *State) OnPodGroup(pg *schedv1alpha1.PodGroup) {
+	s.onGroup(gang.KeyOf(pg), pg)
+}
+
+// OnNativePodGroup records a Kubernetes PodGroup (scheduling.k8s.io) added
+// or updated: a gang as a scheduler-plugins PodGroup is, whose minMember is
+// its gang policy's minCount (SPEC §1.2).
+func (s *State) OnNativePodGroup(pg *schedulingv1beta1.PodGroup) {
+	s.onGroup(gang.NativeKey(pg.Namespace, pg.Name), nativeGroup(pg))
+}
+
+// onGroup records gang k's PodGroup, pg, added or updated.
+func (s *State) onGroup(k gang.Key, pg *schedv1alpha1.PodGroup) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.gangLocked(gang.KeyOf(pg))
+	g := s.gangLocked(k)
 	old := g.group
 	g.group = pg
 	if old == nil || old.UID != pg.UID {
@@ -133,7 +146,12 @@ func (s *State) OnPodGroup(pg *schedv1alpha1.PodGroup) {
 	if old == nil || !maps.Equal(old.Labels, pg.Labels) {
 		s.rederiveGangFactsLocked(g)
 	}
-	if old != nil && len(g.held) > 0 {
+	if k.Native() && (old == nil || old.Spec.MinMember != pg.Spec.MinMember || !maps.Equal(old.Labels, pg.Labels)) {
+		// kube-scheduler has no event of Kubernetes' PodGroups while its
+		// own gang handling is off (cmd/scheduler): the pods that waited
+		// for this one, or for its min, are woken here.
+		s.wakePendingLocked(g)
+	} else if old != nil && len(g.held) > 0 {
 		if c, err := requeue.Of(old, pg); err == nil && c.PodGroupAdmission() {
 			// What holds the gang may have been mended (its card request, min or queue).
 			s.wakePendingLocked(g)
@@ -154,9 +172,18 @@ func (s *State) OnPodGroup(pg *schedv1alpha1.PodGroup) {
 // OnPodGroupGone: the gang's pods count on their own until the PodGroup is
 // back; members waiting at Permit give back their nodes (none binds alone).
 func (s *State) OnPodGroupGone(pg *schedv1alpha1.PodGroup) {
+	s.groupGone(gang.KeyOf(pg))
+}
+
+// OnNativePodGroupGone is OnPodGroupGone for a Kubernetes PodGroup.
+func (s *State) OnNativePodGroupGone(pg *schedulingv1beta1.PodGroup) {
+	s.groupGone(gang.NativeKey(pg.Namespace, pg.Name))
+}
+
+func (s *State) groupGone(k gang.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.books.gangs[gang.KeyOf(pg)]
+	g := s.books.gangs[k]
 	if g == nil {
 		return
 	}

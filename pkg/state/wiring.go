@@ -10,10 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
@@ -55,8 +55,10 @@ func newWiring() wiring {
 // kubeAccess is how the state reaches the cluster, set once by Attach.
 type kubeAccess struct {
 	config *rest.Config
-	owners workload.Owners
-	pods   corelisters.PodLister
+	// informers are the scheduler's own, which the grouper reads too.
+	informers informers.SharedInformerFactory
+	owners    workload.Owners
+	pods      corelisters.PodLister
 	// ensureDefaultQueue creates the default queue if it is missing.
 	ensureDefaultQueue func()
 }
@@ -91,7 +93,11 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 	// namespaces) after the plugins are built; ours start here.
 	pgFactory := PodGroupInformers(pgc)
 	queueFactory := QueueInformers(cc)
-	if err := s.register(ctx, h.SharedInformerFactory(), pgFactory, queueFactory); err != nil {
+	var d discovery.DiscoveryInterface
+	if h.ClientSet() != nil {
+		d = h.ClientSet().Discovery()
+	}
+	if err := s.register(ctx, h.SharedInformerFactory(), d, pgFactory, queueFactory); err != nil {
 		return err
 	}
 	pgFactory.Start(ctx.Done())
@@ -114,8 +120,9 @@ func (s *State) connect(h fwk.Handle) (*cardinalclient.Clientset, *pgclient.Clie
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	kube := h.SharedInformerFactory()
 	s.wiring.kube = kubeAccess{
-		config: cfg,
-		pods:   kube.Core().V1().Pods().Lister(),
+		config:    cfg,
+		informers: kube,
+		pods:      kube.Core().V1().Pods().Lister(),
 		owners: workload.Owners{
 			ReplicaSets:  kube.Apps().V1().ReplicaSets().Lister(),
 			Deployments:  kube.Apps().V1().Deployments().Lister(),
@@ -153,12 +160,8 @@ func (s *State) startDefaultQueue(ctx context.Context, cc *cardinalclient.Client
 }
 
 // register adds the state's handlers to the informers it is fed by.
-func (s *State) register(ctx context.Context, kube informers.SharedInformerFactory, pgFactory pginformers.SharedInformerFactory, queueFactory cardinalinformers.SharedInformerFactory) error {
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-		api      string // set for the APIs the scheduler can do without
-	}{
+func (s *State) register(ctx context.Context, kube informers.SharedInformerFactory, discovery discovery.DiscoveryInterface, pgFactory pginformers.SharedInformerFactory, queueFactory cardinalinformers.SharedInformerFactory) error {
+	handlers := []handlerOf{
 		{pgFactory.Scheduling().V1alpha1().PodGroups().Informer(), eventhandler.For(nil, s.OnPodGroup, s.OnPodGroupGone), podGroupsAPI},
 		{queueFactory.Scheduling().V1alpha1().Queues().Informer(), eventhandler.For(nil, s.OnQueue, s.OnQueueGone), queuesAPI},
 		{kube.Core().V1().Namespaces().Informer(), eventhandler.For(nil, s.OnNamespace, s.onNamespaceGone), ""},
@@ -172,6 +175,7 @@ func (s *State) register(ctx context.Context, kube informers.SharedInformerFacto
 		{kube.Batch().V1().Jobs().Informer(), s.ownerHandler(), ""},
 		{kube.Batch().V1().CronJobs().Informer(), s.ownerHandler(), ""},
 	}
+	handlers = append(handlers, s.nativeHandler(ctx, kube, discovery)...)
 	sources := make([]source, 0, len(handlers))
 	for _, hd := range handlers {
 		if hd.api != "" {
@@ -210,6 +214,15 @@ func (s *State) KubeConfig() *rest.Config {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.wiring.kube.config
+}
+
+// KubeInformers are the scheduler's informers, once Attach has run: pods,
+// nodes, namespaces and the workloads the state reads owners from. The
+// grouper reads them rather than cache them twice; it adds no informer.
+func (s *State) KubeInformers() informers.SharedInformerFactory {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.wiring.kube.informers
 }
 
 // Attached tells whether a Cardinal plugin has attached the state.

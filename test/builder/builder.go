@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
@@ -124,6 +125,19 @@ func (p *PodWrapper) NodeSelector(k, v string) *PodWrapper {
 // Gate adds a scheduling gate: the pod is not scheduled until it is removed.
 func (p *PodWrapper) Gate(name string) *PodWrapper {
 	p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: name})
+	return p
+}
+
+// ControlledBy makes the pod's controller the object of apiVersion, kind,
+// name and uid, as a workload's controller does.
+func (p *PodWrapper) ControlledBy(apiVersion, kind, name, uid string) *PodWrapper {
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
+	return p
+}
+
+// SchedulingGroup joins the pod to Kubernetes' PodGroup name (SPEC §1.2).
+func (p *PodWrapper) SchedulingGroup(name string) *PodWrapper {
+	p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(name)}
 	return p
 }
 
