@@ -20,6 +20,9 @@ type CardinalGangArgs struct {
 	// may stay bound below its min before its bound pods are evicted so
 	// their cards do not sit idle; 0 turns this off.
 	StaleGangSeconds int64
+	// GroupedKinds are the workload kinds whose pods Cardinal groups into
+	// gangs itself (SPEC §7), as Kind.group; empty groups none.
+	GroupedKinds []string
 }
 
 // CardinalQueueArgs are the arguments of the queue quota plugin (pkg/elasticquota).

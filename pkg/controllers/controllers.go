@@ -1,7 +1,9 @@
-// Package controllers runs Cardinal's status writers inside the scheduler's
-// process: Queue status from the scheduler's own numbers (pkg/queuestatus)
-// and PodGroup status from its pods (pkg/podgroupstatus); and the reaper of
-// gangs left bound below their min (pkg/stalegang).
+// Package controllers runs Cardinal's controllers inside the scheduler's
+// process: the status writers, Queue status from the scheduler's own
+// numbers (pkg/queuestatus) and PodGroup status from its pods
+// (pkg/podgroupstatus); the reaper of gangs left bound below their min
+// (pkg/stalegang); and the grouper, which makes the PodGroups of the
+// workloads users run (pkg/grouper).
 //
 // They follow the scheduler's own leader election: with it off they start
 // at once; with it on they start once this process holds the scheduler's
@@ -39,6 +41,7 @@ import (
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
+	"cardinal.dev/cardinal/pkg/grouper"
 	"cardinal.dev/cardinal/pkg/podgroupstatus"
 	"cardinal.dev/cardinal/pkg/queuestatus"
 	"cardinal.dev/cardinal/pkg/stalegang"
@@ -160,6 +163,12 @@ func run(ctx context.Context, st *state.State) error {
 	}
 	if err := (&podgroupstatus.Reconciler{Client: mgr.GetClient(), SchedulerName: st.Settings().SchedulerName, State: st}).SetupWithManager(ctx, mgr); err != nil {
 		return err
+	}
+	if kinds := st.Settings().GroupedKinds; len(kinds) > 0 {
+		g := &grouper.Grouper{State: st, Kinds: kinds, SchedulerName: st.Settings().SchedulerName}
+		if err := g.SetupWithManager(ctx, mgr); err != nil {
+			return err
+		}
 	}
 	if err := mgr.Add(&queuestatus.Writer{State: st, Client: queues}); err != nil {
 		return err

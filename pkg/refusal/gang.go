@@ -44,6 +44,24 @@ func (r PodGroupUnreadable) Fix() string {
 	return "install the scheduler-plugins PodGroup CRD and the RBAC to read it (kubectl apply -k config/)"
 }
 
+// AwaitingGroup: the pod's workload is of a kind Cardinal groups into gangs
+// (SPEC §7), and the grouper has not yet made its PodGroup or ruled it a
+// gang of one: it is not scheduled alone meanwhile.
+type AwaitingGroup struct {
+	// Pod is namespace/name; Owner the pod's controller, "Job train".
+	Pod, Owner string
+}
+
+func (r AwaitingGroup) String() string {
+	return fmt.Sprintf("pod %s of %s waits for Cardinal to make its PodGroup, or to find that it is a gang of one", r.Pod, r.Owner)
+}
+
+func (r AwaitingGroup) Error() string { return r.String() }
+
+func (r AwaitingGroup) Fix() string {
+	return "nothing if it lasts a moment: the grouper runs in the leading cardinal-scheduler; if it lasts, its events on the pod and the workload say why"
+}
+
 // GangIncomplete: fewer of the gang's pods exist than its minMember.
 type GangIncomplete struct {
 	Gang      string
@@ -206,4 +224,5 @@ func init() {
 	register[GangSplitQueues]()
 	register[GangDoesNotFit]()
 	register[ElasticNoRoom]()
+	register[AwaitingGroup]()
 }

@@ -26,6 +26,7 @@ import (
 	configv1 "cardinal.dev/cardinal/apis/config/v1"
 	"cardinal.dev/cardinal/apis/config/validation"
 	"cardinal.dev/cardinal/pkg/state"
+	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // Cardinal's plugins, by name.
@@ -162,6 +163,11 @@ func FromConfiguration(cfg *schedconfig.KubeSchedulerConfiguration) (Config, err
 	out.State.StaleGangAfter = 0 // staleGangSeconds: 0 turns it off
 	if gang.StaleGangSeconds > 0 {
 		out.State.StaleGangAfter = time.Duration(gang.PermitWaitingTimeSeconds+gang.StaleGangSeconds) * time.Second
+	}
+	out.State.GroupedKinds = workload.NewKinds()
+	for _, k := range gang.GroupedKinds {
+		gk, _ := workload.ParseKind(k) // validated above
+		out.State.GroupedKinds[gk] = true
 	}
 	out.State.CardRoomFirst = fitChecksEveryResource(cfg, p, args[fitPlugin])
 	return out, nil

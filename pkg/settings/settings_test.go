@@ -13,6 +13,7 @@ import (
 	componentbaseoptions "k8s.io/component-base/config/options"
 
 	"cardinal.dev/cardinal/pkg/state"
+	"cardinal.dev/cardinal/pkg/workload"
 )
 
 const header = `apiVersion: kubescheduler.config.k8s.io/v1
@@ -68,7 +69,24 @@ func TestFromFlags(t *testing.T) {
     args: {preemptibleBelowPriority: 50}
   - name: CardinalGang
     args: {podGroupBackoffSeconds: 3}
-`, want: state.Settings{SchedulerName: "cardinal-scheduler", DefaultQueue: "batch", PreemptibleBelowPriority: 50, CardUnlimitedCPUMemory: true, GangBackoff: 3 * time.Second, StaleGangAfter: 2 * time.Minute, CardRoomFirst: true}, enabled: true},
+`, want: state.Settings{SchedulerName: "cardinal-scheduler", DefaultQueue: "batch", PreemptibleBelowPriority: 50, CardUnlimitedCPUMemory: true, GangBackoff: 3 * time.Second, StaleGangAfter: 2 * time.Minute, CardRoomFirst: true,
+			GroupedKinds: workload.NewKinds(workload.GroupableKinds...)}, enabled: true},
+		{name: "grouping only Jobs and JobSets", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
+  - name: CardinalGang
+    args: {groupedKinds: [Job.batch, JobSet.jobset.x-k8s.io]}
+`, want: func() state.Settings {
+			s := withCardRoom(defaults)
+			s.GroupedKinds = workload.NewKinds(workload.Job, workload.JobSet)
+			return s
+		}(), enabled: true},
+		{name: "grouping nothing", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
+  - name: CardinalGang
+    args: {groupedKinds: []}
+`, want: func() state.Settings { s := withCardRoom(defaults); s.GroupedKinds = workload.Kinds{}; return s }(), enabled: true},
+		{name: "a kind Cardinal does not group names its field", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
+  - name: CardinalGang
+    args: {groupedKinds: [Job.batch, CronJob.batch]}
+`, wantErr: "profiles[0].pluginConfig[CardinalGang].args.groupedKinds[1]: Invalid value: \"CronJob.batch\": CronJob.batch is not a kind Cardinal groups"},
 		{name: "stale gangs left alone", config: header + "profiles:\n" + cardinalProfile + `  pluginConfig:
   - name: CardinalGang
     args: {staleGangSeconds: 0, permitWaitingTimeSeconds: 30}

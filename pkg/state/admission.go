@@ -160,14 +160,20 @@ const splitHolder = "gang"
 
 // AdmitGang is the gang plugin's PreEnqueue (SPEC §2.1): a gang's pods are
 // kept out of the scheduling queue until its PodGroup exists and minMember
-// pods of it do. A gang that can never be placed as one is held, with an
+// pods of it do, and a pod the grouper may group until it has ruled on it
+// (grouping.go). A gang that can never be placed as one is held, with an
 // event on its PodGroup that says what to fix: pods that resolve to
 // different queues (one gang is charged to one queue), or pods that name
 // another scheduler (no scheduler can place it all or nothing).
 func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 	k, ok := gang.Of(pod)
 	if !ok {
-		return nil
+		if len(s.settings.GroupedKinds) == 0 {
+			return nil
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.awaitGroupingLocked(pod)
 	}
 	if !s.Synced() {
 		return s.Defer(pod)

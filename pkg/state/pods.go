@@ -79,6 +79,9 @@ type podEntry struct {
 	// terminating: the placed pod is being deleted. It has left its gang
 	// and keeps its node and its charge until it is gone (terminating.go).
 	terminating bool
+	// ungrouped: the grouper ruled that the pod, which it could have
+	// grouped, is a gang of one (grouping.go).
+	ungrouped bool
 }
 
 // placement is the queue a pod was placed in, and whether it was placed as

@@ -40,6 +40,7 @@ import (
 
 	configv1 "cardinal.dev/cardinal/apis/config/v1"
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // Settings are the choices several plugins share. They are decided once,
@@ -66,6 +67,10 @@ type Settings struct {
 	// (it is enabled and ignores no resource). pkg/settings sets it from
 	// the configuration.
 	CardRoomFirst bool
+	// GroupedKinds are the workload kinds whose pods the grouper groups
+	// into gangs (SPEC §7); empty when it groups none. A pod it may group
+	// waits until it has ruled (grouping.go).
+	GroupedKinds workload.Kinds
 	// ReadOnly makes a state that only looks: a tool's copy rebuilt from
 	// the API (kubectl cardinal) writes nothing to the cluster and acts on
 	// no scheduling queue.
@@ -80,6 +85,7 @@ func DefaultSettings() Settings {
 		PreemptibleBelowPriority: configv1.DefaultPreemptibleBelowPriority,
 		GangBackoff:              time.Duration(configv1.DefaultPodGroupBackoffSeconds) * time.Second,
 		StaleGangAfter:           time.Duration(configv1.DefaultPermitWaitingTimeSeconds+configv1.DefaultStaleGangSeconds) * time.Second,
+		GroupedKinds:             workload.NewKinds(workload.GroupableKinds...),
 	}
 }
 

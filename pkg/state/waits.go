@@ -27,6 +27,8 @@ type waits struct {
 	parkedElastic map[types.UID]*corev1.Pod
 	// deferred are gang pods turned away by admission before the state synced.
 	deferred map[types.UID]*corev1.Pod
+	// grouping are pods held until the grouper has ruled on them (grouping.go).
+	grouping map[types.UID]*corev1.Pod
 }
 
 func newWaits() waits {
@@ -37,6 +39,7 @@ func newWaits() waits {
 		parkedGangs:   index[gang.Key, *corev1.Pod]{},
 		parkedElastic: map[types.UID]*corev1.Pod{},
 		deferred:      map[types.UID]*corev1.Pod{},
+		grouping:      map[types.UID]*corev1.Pod{},
 	}
 }
 
@@ -113,6 +116,7 @@ func (w *waits) takeDeferred() map[types.UID]*corev1.Pod {
 func (w *waits) forget(k gang.Key, uid types.UID) {
 	delete(w.parkedElastic, uid)
 	delete(w.deferred, uid)
+	delete(w.grouping, uid)
 	w.parkedGangs.remove(k, uid)
 }
 

@@ -13,6 +13,7 @@ import (
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"cardinal.dev/cardinal/apis/config"
+	configv1 "cardinal.dev/cardinal/apis/config/v1"
 )
 
 const shipped = "../../../config/scheduler-config.yaml"
@@ -52,7 +53,7 @@ func TestShippedConfigDecodesStrictly(t *testing.T) {
 		t.Errorf("leader election %+v, want on with lease cardinal-scheduler", cfg.LeaderElection)
 	}
 	want := map[string]runtime.Object{
-		"CardinalGang":       &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10, StaleGangSeconds: 60},
+		"CardinalGang":       &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10, StaleGangSeconds: 60, GroupedKinds: configv1.DefaultGroupedKinds()},
 		"CardinalQueue":      &config.CardinalQueueArgs{DefaultQueue: "default"},
 		"CardinalCardQuota":  &config.CardinalCardQuotaArgs{CardUnlimitedCPUMemory: false},
 		"CardinalPreemption": &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100},
@@ -128,7 +129,7 @@ profiles:
 		t.Fatal(err)
 	}
 	want := map[string]runtime.Object{
-		"CardinalGang":       &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10, StaleGangSeconds: 60},
+		"CardinalGang":       &config.CardinalGangArgs{PermitWaitingTimeSeconds: 60, PodGroupBackoffSeconds: 10, StaleGangSeconds: 60, GroupedKinds: configv1.DefaultGroupedKinds()},
 		"CardinalQueue":      &config.CardinalQueueArgs{DefaultQueue: "default"},
 		"CardinalCardQuota":  &config.CardinalCardQuotaArgs{},
 		"CardinalPreemption": &config.CardinalPreemptionArgs{PreemptibleBelowPriority: 100},

@@ -4,6 +4,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // Defaults of the plugin arguments. PermitWaitingTimeSeconds leaves a gang of
@@ -27,6 +28,18 @@ func SetDefaults_CardinalGangArgs(obj *CardinalGangArgs) {
 	if obj.StaleGangSeconds == nil {
 		obj.StaleGangSeconds = ptr.To(DefaultStaleGangSeconds)
 	}
+	if obj.GroupedKinds == nil {
+		obj.GroupedKinds = DefaultGroupedKinds()
+	}
+}
+
+// DefaultGroupedKinds are every workload kind Cardinal groups (SPEC §7).
+func DefaultGroupedKinds() []string {
+	out := make([]string, len(workload.GroupableKinds))
+	for i, gk := range workload.GroupableKinds {
+		out[i] = gk.String()
+	}
+	return out
 }
 
 // SetDefaults_CardinalQueueArgs sets the queue plugin's defaults.

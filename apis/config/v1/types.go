@@ -21,6 +21,11 @@ type CardinalGangArgs struct {
 	// or members lost) before its bound pods are evicted so their cards do
 	// not sit idle. 0 turns this off. Default 60.
 	StaleGangSeconds *int64 `json:"staleGangSeconds,omitempty"`
+	// GroupedKinds are the workload kinds whose pods Cardinal groups into
+	// gangs itself, making their PodGroups (SPEC §7), as Kind.group (e.g.
+	// Job.batch, JobSet.jobset.x-k8s.io). Kinds the cluster does not serve
+	// are skipped. [] groups none. Default: every kind Cardinal groups.
+	GroupedKinds []string `json:"groupedKinds,omitempty"`
 }
 
 // CardinalQueueArgs are the arguments of the queue quota plugin.

@@ -22,6 +22,8 @@ limitations under the License.
 package v1
 
 import (
+	unsafe "unsafe"
+
 	config "cardinal.dev/cardinal/apis/config"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
@@ -112,6 +114,7 @@ func autoConvert_v1_CardinalGangArgs_To_config_CardinalGangArgs(in *CardinalGang
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.StaleGangSeconds, &out.StaleGangSeconds, s); err != nil {
 		return err
 	}
+	out.GroupedKinds = *(*[]string)(unsafe.Pointer(&in.GroupedKinds))
 	return nil
 }
 
@@ -130,6 +133,7 @@ func autoConvert_config_CardinalGangArgs_To_v1_CardinalGangArgs(in *config.Cardi
 	if err := metav1.Convert_int64_To_Pointer_int64(&in.StaleGangSeconds, &out.StaleGangSeconds, s); err != nil {
 		return err
 	}
+	out.GroupedKinds = *(*[]string)(unsafe.Pointer(&in.GroupedKinds))
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"cardinal.dev/cardinal/apis/config"
+	"cardinal.dev/cardinal/pkg/workload"
 )
 
 // maxUserPriority is the highest priority a user PriorityClass may have.
@@ -50,6 +51,16 @@ func ValidateCardinalGangArgs(path *field.Path, args *config.CardinalGangArgs) e
 	case args.StaleGangSeconds > maxSeconds-maxPermitSeconds:
 		errs = append(errs, field.Invalid(path.Child("staleGangSeconds"), args.StaleGangSeconds,
 			fmt.Sprintf("must be at most %d: with the Permit wait, the longest wait a duration holds", maxSeconds-maxPermitSeconds)))
+	}
+	seen := map[string]bool{}
+	for i, k := range args.GroupedKinds {
+		p := path.Child("groupedKinds").Index(i)
+		if _, err := workload.ParseKind(k); err != nil {
+			errs = append(errs, field.Invalid(p, k, err.Error()))
+		} else if seen[k] {
+			errs = append(errs, field.Duplicate(p, k))
+		}
+		seen[k] = true
 	}
 	return errs.ToAggregate()
 }

@@ -20,6 +20,14 @@ const (
 	// work, "<queue>/<preemptibility>", so the books are the same after a
 	// restart (SPEC §3.7).
 	PlacedAsAnnotation = "cardinal.dev/placed-as"
+	// MinMemberAnnotation, on a workload (a pod's controller or its
+	// top-level owner), is the min of the gang Cardinal makes for it
+	// (SPEC §7).
+	MinMemberAnnotation = "cardinal.dev/min-member"
+	// GroupedByAnnotation marks a PodGroup Cardinal made for a workload,
+	// "<Kind>/<name>" (and "/<group index>" for a LeaderWorkerSet's group):
+	// Cardinal keeps it and leaves every other PodGroup alone (SPEC §7).
+	GroupedByAnnotation = "cardinal.dev/grouped-by"
 
 	// VolcanoCardNameAnnotation is read as an alias of CardNameAnnotation.
 	VolcanoCardNameAnnotation = "volcano.sh/card.name"

@@ -1,0 +1,271 @@
+package grouper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/state"
+	"cardinal.dev/cardinal/pkg/workload"
+)
+
+// ownerIndex indexes Cardinal's PodGroups by the UID of the workload they
+// are made for.
+const ownerIndex = "cardinal.dev/grouped-for"
+
+// retryUnseen is how soon a pod whose owner, or whose own entry in the
+// scheduling state, has not arrived yet is tried again.
+const retryUnseen = 250 * time.Millisecond
+
+// Grouper makes the PodGroups of the workloads Cardinal groups and labels
+// their pods into them (SPEC §7).
+type Grouper struct {
+	// State is the scheduling state that holds the pods until the grouper
+	// rules on them.
+	State *state.State
+	// Kinds are the kinds grouped; SchedulerName the profile whose pods are.
+	Kinds         workload.Kinds
+	SchedulerName string
+
+	client   client.Client
+	live     client.Reader
+	recorder events.EventRecorder
+	reader   *reader
+	pods     corelisters.PodLister
+}
+
+// SetupWithManager registers the grouper with mgr: it reconciles a pod
+// when the pod is added or changed, and, for a workload that changes (a
+// Job's completions, a JobSet's Jobs, an annotation), one pod of each
+// PodGroup made for it.
+func (g *Grouper) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	cfg := g.State.KubeConfig()
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	f := g.State.KubeInformers()
+	g.client, g.live = mgr.GetClient(), mgr.GetAPIReader()
+	g.recorder = mgr.GetEventRecorder("cardinal-scheduler")
+	g.reader = newReader(f, kube, dyn, d, g.Kinds)
+	g.pods = f.Core().V1().Pods().Lister()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &schedv1alpha1.PodGroup{}, ownerIndex, func(o client.Object) []string {
+		if o.GetAnnotations()[v1alpha1.GroupedByAnnotation] == "" {
+			return nil
+		}
+		var uids []string
+		for _, ref := range o.GetOwnerReferences() {
+			uids = append(uids, string(ref.UID))
+		}
+		return uids
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("grouper").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			return g.watch(ctx, f.Core().V1().Pods().Informer(), []cacheInformer{
+				f.Batch().V1().Jobs().Informer(), f.Apps().V1().ReplicaSets().Informer(),
+				f.Apps().V1().StatefulSets().Informer(), f.Apps().V1().Deployments().Informer(),
+			}, q)
+		})).
+		Complete(g)
+}
+
+// Reconcile groups one pod the grouper may group and has not ruled on, or,
+// for a pod it grouped, mends its PodGroup from its workload as it is now.
+func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod, err := g.pods.Pods(req.Namespace).Get(req.Name)
+	if err != nil {
+		return reconcile.Result{}, nil // gone
+	}
+	if g.State.AwaitsGrouping(pod) {
+		return g.group(ctx, pod)
+	}
+	if name := pod.Labels[schedv1alpha1.PodGroupLabel]; name != "" && pod.Spec.SchedulerName == g.SchedulerName {
+		return reconcile.Result{}, g.mend(ctx, pod, name)
+	}
+	return reconcile.Result{}, nil
+}
+
+// group rules on a pod: makes its PodGroup and labels it into it, or
+// finds it a gang of one.
+func (g *Grouper) group(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	chain, err := Walk(g.reader, pod)
+	var unreadable *Unreadable
+	switch {
+	case errors.As(err, &unreadable):
+		g.warn(pod, nil, ReasonOwnerUnreadable, fmt.Sprintf("Cardinal cannot tell whether pod %s belongs to a gang, and schedules it alone: %v", pod.Name, unreadable))
+		return g.ungroup(pod)
+	case errors.Is(err, ErrOwnerUnseen):
+		logger.V(4).Info("An owner of the pod is not known yet; trying again", "err", err)
+		return reconcile.Result{RequeueAfter: retryUnseen}, nil
+	case err != nil:
+		g.warn(pod, nil, ReasonOwnerUnreadable, fmt.Sprintf("Cardinal cannot read the owners of pod %s, and schedules it alone: %v", pod.Name, err))
+		return g.ungroup(pod)
+	}
+	plan, problems := PlanFor(chain, g.Kinds, g.reader.jobsOf)
+	for _, p := range problems {
+		g.warn(p.On, pod, p.Reason, p.Message)
+	}
+	if plan == nil {
+		return g.ungroup(pod)
+	}
+	made, err := g.ensure(ctx, pod, plan)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !made {
+		return g.ungroup(pod)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, schedv1alpha1.PodGroupLabel, plan.Name)
+	if err := g.client.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	logger.V(2).Info("Grouped a pod into its workload's PodGroup", "podGroup", plan.Name, "minMember", plan.Min, "minFrom", plan.MinFrom)
+	return reconcile.Result{}, nil
+}
+
+// ungroup records that the pod is a gang of one. A pod the state has not
+// recorded yet is tried again, so the ruling is not lost.
+func (g *Grouper) ungroup(pod *corev1.Pod) (reconcile.Result, error) {
+	if !g.State.Ungrouped(pod) {
+		return reconcile.Result{RequeueAfter: retryUnseen}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// ensure makes or mends the PodGroup plan asks for; false when a PodGroup
+// of its name is someone else's (PodGroupNameConflict).
+func (g *Grouper) ensure(ctx context.Context, pod *corev1.Pod, plan *Plan) (bool, error) {
+	want := PodGroupFor(plan, pod.Namespace)
+	key := client.ObjectKeyFromObject(want)
+	var reader client.Reader = g.client
+	for range 3 {
+		have := &schedv1alpha1.PodGroup{}
+		if err := reader.Get(ctx, key, have); apierrors.IsNotFound(err) {
+			have = nil
+		} else if err != nil {
+			return false, err
+		}
+		var err error
+		switch Decide(have, want, g.ownerLives(pod.Namespace)) {
+		case Keep:
+			return true, nil
+		case Create:
+			err = g.client.Create(ctx, want.DeepCopy())
+		case Update:
+			err = g.client.Patch(ctx, Mended(have, want), client.MergeFrom(have))
+		case Replace:
+			err = g.client.Delete(ctx, have, client.Preconditions{UID: &have.UID})
+			if err == nil || apierrors.IsNotFound(err) {
+				err = g.client.Create(ctx, want.DeepCopy())
+			}
+		case Conflict:
+			msg := fmt.Sprintf("PodGroup %s exists and was not made by Cardinal for %s %s: it is left alone, and the pods are scheduled as gangs of one; rename or delete that PodGroup, or label the pods %s=%s to join it",
+				want.Name, plan.Unit.Kind.Kind, plan.Unit.Obj.GetName(), schedv1alpha1.PodGroupLabel, want.Name)
+			g.warn(plan.Unit.Obj, pod, ReasonPodGroupNameConflict, msg)
+			g.warn(pod, nil, ReasonPodGroupNameConflict, msg)
+			return false, nil
+		}
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		// Made or changed meanwhile (another pod of the gang, before the
+		// cache saw it): read it from the API server and decide again.
+		reader = g.live
+	}
+	return false, fmt.Errorf("PodGroup %s/%s kept changing while Cardinal made it", want.Namespace, want.Name)
+}
+
+// mend brings the PodGroup a grouped pod is in up to date with its
+// workload: a Job's completions left, a JobSet's Jobs, an annotation
+// changed. A PodGroup someone else made is left alone.
+func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) error {
+	have := &schedv1alpha1.PodGroup{}
+	if err := g.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, have); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if have.Annotations[v1alpha1.GroupedByAnnotation] == "" {
+		return nil
+	}
+	chain, err := Walk(g.reader, pod)
+	if err != nil {
+		return nil // its workload is gone or unreadable: nothing to mend from
+	}
+	plan, _ := PlanFor(chain, g.Kinds, g.reader.jobsOf)
+	if plan == nil || plan.Name != name {
+		return nil
+	}
+	want := PodGroupFor(plan, pod.Namespace)
+	if Decide(have, want, g.ownerLives(pod.Namespace)) != Update {
+		return nil
+	}
+	klog.FromContext(ctx).V(2).Info("Mending a PodGroup from its workload", "podGroup", klog.KObj(have), "minMember", plan.Min, "minFrom", plan.MinFrom)
+	return client.IgnoreNotFound(g.client.Patch(ctx, Mended(have, want), client.MergeFrom(have)))
+}
+
+// ownerLives tells whether the workload a PodGroup names as its owner,
+// in namespace, still exists.
+func (g *Grouper) ownerLives(namespace string) func(metav1.OwnerReference) bool {
+	return func(ref metav1.OwnerReference) bool {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			return false
+		}
+		obj, err := g.reader.Get(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, namespace, ref.Name)
+		return err == nil && obj.GetUID() == ref.UID
+	}
+}
+
+// warn records a warning event on obj (a workload, or a pod), with
+// related when set.
+func (g *Grouper) warn(obj runtime.Object, related runtime.Object, reason, msg string) {
+	if obj == nil || isNilPod(obj) {
+		return
+	}
+	if related != nil && isNilPod(related) {
+		related = nil
+	}
+	g.recorder.Eventf(obj, related, corev1.EventTypeWarning, reason, "Grouping", "%s", msg)
+}
+
+func isNilPod(obj runtime.Object) bool {
+	p, ok := obj.(*corev1.Pod)
+	return ok && p == nil
+}

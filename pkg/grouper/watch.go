@@ -1,0 +1,114 @@
+package grouper
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/workload"
+)
+
+// cacheInformer is an informer the grouper adds handlers to.
+type cacheInformer interface {
+	AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+}
+
+// watch asks for the pods the grouper may group as they come and change,
+// and, when a workload changes, for one pod of each PodGroup made for it;
+// and starts reading the custom workload kinds the cluster serves.
+func (g *Grouper) watch(ctx context.Context, pods cacheInformer, workloads []cacheInformer, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	podChanged := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && g.Kinds.Groupable(p, g.SchedulerName) {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+		}
+	}
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    podChanged,
+		UpdateFunc: func(_, obj any) { podChanged(obj) },
+	}); err != nil {
+		return err
+	}
+	changed := func(obj any) {
+		if o, ok := obj.(metav1.Object); ok {
+			g.workloadChanged(ctx, o, q)
+		}
+	}
+	for _, inf := range workloads {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) { changed(obj) }}); err != nil {
+			return err
+		}
+	}
+	g.reader.onChange = func(u *unstructured.Unstructured) { g.workloadChanged(ctx, u, q) }
+	go g.reader.run(ctx)
+	return nil
+}
+
+// workloadChanged asks for one pod of each PodGroup the grouper made for
+// obj, for the workloads above it (a Job's JobSet and TrainJob), and, for
+// a Deployment, for its ReplicaSets: its PodGroups are then mended from
+// the workload as it is now (mend).
+func (g *Grouper) workloadChanged(ctx context.Context, obj metav1.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	uids := []types.UID{obj.GetUID()}
+	ns := obj.GetNamespace()
+	ref := metav1.GetControllerOfNoCopy(obj)
+	for depth := 0; ref != nil && depth < maxDepth; depth++ {
+		uids = append(uids, ref.UID)
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			break
+		}
+		gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
+		if !g.reader.Knows(gk) {
+			break
+		}
+		up, err := g.reader.Get(gk, ns, ref.Name)
+		if err != nil {
+			break
+		}
+		ref = metav1.GetControllerOfNoCopy(up)
+	}
+	if _, isDeployment := obj.(*appsv1.Deployment); isDeployment && g.Kinds[workload.Deployment] {
+		uids = append(uids, g.replicaSetsOf(obj)...)
+	}
+	for _, uid := range uids {
+		var pgs schedv1alpha1.PodGroupList
+		if err := g.client.List(ctx, &pgs, client.InNamespace(ns), client.MatchingFields{ownerIndex: string(uid)}); err != nil {
+			klog.FromContext(ctx).V(4).Info("Listing the PodGroups of a workload", "err", err)
+			continue
+		}
+		for i := range pgs.Items {
+			if p := g.State.GangMember(gang.KeyOf(&pgs.Items[i])); p != nil {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+			}
+		}
+	}
+}
+
+// replicaSetsOf are the UIDs of the ReplicaSets Deployment obj controls:
+// its min-member annotation is read for their gangs.
+func (g *Grouper) replicaSetsOf(obj metav1.Object) []types.UID {
+	rss, err := g.State.KubeInformers().Apps().V1().ReplicaSets().Lister().ReplicaSets(obj.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []types.UID
+	for _, rs := range rss {
+		if c := metav1.GetControllerOfNoCopy(rs); c != nil && c.UID == obj.GetUID() {
+			out = append(out, rs.UID)
+		}
+	}
+	return out
+}

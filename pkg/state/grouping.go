@@ -1,0 +1,92 @@
+package state
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
+)
+
+// Pods of the workloads Cardinal groups (SPEC §7) are not scheduled one by
+// one before their PodGroup exists. The grouper (pkg/grouper) runs beside
+// the scheduler, under its leader election: it reads a pod's owners, makes
+// its PodGroup and labels the pod into it, or rules that the pod is a gang
+// of one. Until it has done either, the pod is held at PreEnqueue; which
+// pods it rules on is one function both ask (workload.Kinds.Groupable).
+// A labelled pod is a gang's member as any other, held by its gang's own
+// admission; a pod ruled a gang of one is woken here, through the outbox,
+// never from inside the scheduling queue's call.
+
+// awaitGroupingLocked holds a pending pod that the grouper may group and
+// has not ruled on, filed to be woken when it does; nil when the pod need
+// not wait.
+func (s *State) awaitGroupingLocked(pod *corev1.Pod) *fwk.Status {
+	if !s.settings.GroupedKinds.Groupable(pod, s.settings.SchedulerName) {
+		return nil
+	}
+	e, recorded := s.ensurePodLocked(pod)
+	if !recorded || e.ungrouped {
+		return nil
+	}
+	s.waits.grouping[pod.UID] = pod
+	return refusal.Status(fwk.UnschedulableAndUnresolvable, awaitingGroup(pod))
+}
+
+func awaitingGroup(pod *corev1.Pod) refusal.AwaitingGroup {
+	r := refusal.AwaitingGroup{Pod: pod.Namespace + "/" + pod.Name}
+	if c := metav1.GetControllerOfNoCopy(pod); c != nil {
+		r.Owner = c.Kind + " " + c.Name
+	}
+	return r
+}
+
+// AwaitsGrouping tells whether the grouper has yet to rule on pod: a pod
+// it may group, pending, neither labelled into a PodGroup nor ruled a gang
+// of one. Only such a pod may be labelled: one already let into the
+// scheduling queue is never moved into a gang.
+func (s *State) AwaitsGrouping(pod *corev1.Pod) bool {
+	if !s.settings.GroupedKinds.Groupable(pod, s.settings.SchedulerName) {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.books.pods[pod.UID]
+	return e == nil || (!e.ungrouped && !e.placed())
+}
+
+// Ungrouped records the grouper's ruling that pod is a gang of one, and
+// wakes it if it waited. It returns false if the state has not recorded the
+// pod (its informer has not delivered it yet): the grouper then asks again
+// later, so that a ruling is never lost before the pod arrives.
+func (s *State) Ungrouped(pod *corev1.Pod) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.books.pods[pod.UID]
+	if e == nil {
+		return false
+	}
+	e.ungrouped = true
+	if p, ok := s.waits.grouping[pod.UID]; ok {
+		delete(s.waits.grouping, pod.UID)
+		s.activateLocked(slices.Values([]*corev1.Pod{p}))
+	}
+	return true
+}
+
+// GangMember is one pod of gang k that the state has recorded (pending or
+// placed), nil if it has none: the grouper reads a gang's workload anew
+// from it when the workload changes.
+func (s *State) GangMember(k gang.Key) *corev1.Pod {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if g := s.books.gangs[k]; g != nil {
+		for _, e := range g.members {
+			return e.pod
+		}
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package state
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/refusal"
+	"cardinal.dev/cardinal/pkg/workload"
+	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
+)
+
+// TestPodsWaitForTheGrouper: a pod of a workload Cardinal may group is held
+// at PreEnqueue until the grouper rules on it (SPEC §7: not scheduled one
+// by one before its PodGroup exists), and woken, through the outbox, when
+// it is ruled a gang of one; a pod of a kind not grouped, one without a
+// controller, and one already in a PodGroup are not held.
+func TestPodsWaitForTheGrouper(t *testing.T) {
+	jobPod := func(name string) *corev1.Pod {
+		p := builder.MakePod("ns", name).ControlledBy("batch/v1", "Job", "train", "job-uid").Obj()
+		p.UID = types.UID("uid-" + name)
+		return p
+	}
+	tests := []struct {
+		name  string
+		kinds workload.Kinds
+		pod   *corev1.Pod
+		held  bool
+	}{
+		{"a Job's pod waits", workload.NewKinds(workload.Job), jobPod("a"), true},
+		{"a JobSet's pod (its Job's) waits", workload.NewKinds(workload.JobSet), jobPod("b"), true},
+		{"nothing grouped: no wait", workload.Kinds{}, jobPod("c"), false},
+		{"a kind not grouped: no wait", workload.NewKinds(workload.RayCluster), jobPod("d"), false},
+		{"a pod without a controller: no wait", workload.NewKinds(workload.Job), builder.MakePod("ns", "e").Obj(), false},
+		{"a pod in a PodGroup is its gang's to admit", workload.NewKinds(workload.Job),
+			builder.MakePod("ns", "f").ControlledBy("batch/v1", "Job", "train", "job-uid").Label(schedv1alpha1.PodGroupLabel, "mine").Obj(), false},
+		{"a pod of another scheduler: no wait", workload.NewKinds(workload.Job),
+			builder.MakePod("ns", "g").ControlledBy("batch/v1", "Job", "train", "job-uid").SchedulerName("default-scheduler").Obj(), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newTestState(func(st *Settings) { st.GroupedKinds = tc.kinds })
+			s.OnPod(tc.pod)
+			st := s.AdmitGang(tc.pod)
+			var awaiting refusal.AwaitingGroup
+			if r, ok := refusal.As(st); ok {
+				awaiting, _ = r.(refusal.AwaitingGroup)
+			}
+			held := awaiting.Pod != ""
+			if held != tc.held {
+				t.Fatalf("held = %v (%v), want %v", held, st, tc.held)
+			}
+			if !tc.held {
+				return
+			}
+			if st.Code() != fwk.UnschedulableAndUnresolvable {
+				t.Errorf("code %v, want UnschedulableAndUnresolvable", st.Code())
+			}
+			if !s.AwaitsGrouping(tc.pod) {
+				t.Error("AwaitsGrouping = false for a held pod")
+			}
+			s.Flush(&fake.Framework{})
+			if !s.Ungrouped(tc.pod) {
+				t.Fatal("Ungrouped refused a recorded pod")
+			}
+			fw := &fake.Framework{}
+			s.Flush(fw)
+			if diff := cmp.Diff([]string{"ns/" + tc.pod.Name}, fw.Activated()); diff != "" {
+				t.Errorf("woken (-want, +got):\n%s", diff)
+			}
+			if st := s.AdmitGang(tc.pod); st != nil {
+				t.Errorf("a pod ruled a gang of one is still held: %v", st)
+			}
+			if s.AwaitsGrouping(tc.pod) {
+				t.Error("AwaitsGrouping = true for a pod ruled a gang of one")
+			}
+		})
+	}
+}
+
+// TestUngroupedBeforeThePodArrives: a ruling on a pod the state has not
+// recorded is refused, so the grouper asks again rather than lose it; a
+// deleted pod leaves nothing waiting.
+func TestUngroupedBeforeThePodArrives(t *testing.T) {
+	s, _ := newTestState(func(st *Settings) { st.GroupedKinds = workload.NewKinds(workload.Job) })
+	p := builder.MakePod("ns", "a").ControlledBy("batch/v1", "Job", "train", "job-uid").Obj()
+	p.UID = "a"
+	if s.Ungrouped(p) {
+		t.Fatal("a ruling on a pod not recorded was taken")
+	}
+	s.OnPod(p)
+	s.AdmitGang(p)
+	s.OnPodDeleted(p)
+	if len(s.waits.grouping) != 0 {
+		t.Errorf("a deleted pod still waits for the grouper: %v", s.waits.grouping)
+	}
+}
+
+// TestNativePodGroupIsAGang: a pod joined to Kubernetes' own PodGroup by
+// spec.schedulingGroup is a gang's member (SPEC §1.2): its minCount is the
+// min, the gang waits for its PodGroup and its min, and is woken when the
+// PodGroup comes (kube-scheduler has no event of it while its own gang
+// handling is off). A PodGroup of the same name in scheduler-plugins' API
+// is another gang.
+func TestNativePodGroupIsAGang(t *testing.T) {
+	s, _ := newTestState()
+	pods := make([]*corev1.Pod, 3)
+	for i := range pods {
+		pods[i] = builder.MakePod("ns", fmt.Sprintf("w-%d", i)).SchedulingGroup("train").GPU(1).Obj()
+		pods[i].UID = types.UID(pods[i].Name)
+		s.OnPod(pods[i])
+	}
+	k := gang.NativeKey("ns", "train")
+	if got, ok := gang.Of(pods[0]); !ok || got != k {
+		t.Fatalf("gang.Of = %q, %v; want %q", got, ok, k)
+	}
+	if r, _ := refusal.As(s.AdmitGang(pods[0])); !cmp.Equal(r, refusal.Refusal(refusal.NoPodGroup{Gang: string(k)})) {
+		t.Errorf("before its PodGroup: %v, want NoPodGroup", r)
+	}
+	s.Flush(&fake.Framework{})
+	native := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train", UID: "npg", Labels: map[string]string{"cardinal.dev/queue": "q"}},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 4}}},
+	}
+	s.OnNativePodGroup(native)
+	fw := &fake.Framework{}
+	s.Flush(fw)
+	if len(fw.Activated()) != 3 {
+		t.Errorf("its PodGroup's coming woke %v, want its 3 pods", fw.Activated())
+	}
+	if r, _ := refusal.As(s.AdmitGang(pods[0])); !cmp.Equal(r, refusal.Refusal(refusal.GangIncomplete{Gang: string(k), Have: 3, Min: 4})) {
+		t.Errorf("3 pods of min 4: %v, want GangIncomplete", r)
+	}
+	if v, ok := s.GangStatus(k); !ok || v.Group == nil || v.Group.Spec.MinMember != 4 {
+		t.Fatalf("gang status %+v, want minMember 4", v)
+	}
+	if e := s.books.pods[pods[0].UID]; e.Queue != "q" {
+		t.Errorf("queue %q, want q from the PodGroup's label", e.Queue)
+	}
+	lowered := native.DeepCopy()
+	lowered.Spec.SchedulingPolicy.Gang.MinCount = 3
+	s.OnNativePodGroup(lowered)
+	if st := s.AdmitGang(pods[0]); st != nil {
+		t.Errorf("min lowered to the 3 pods there are: %v, want admitted", st)
+	}
+	basic := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "solo", UID: "b"},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}}}
+	if got := nativeGroup(basic).Spec.MinMember; got != 1 {
+		t.Errorf("a basic policy's min = %d, want 1", got)
+	}
+	s.OnPodGroup(podGroup("train", 2, nil))
+	if v, _ := s.GangStatus(k); v.Group.Spec.MinMember != 3 {
+		t.Errorf("a scheduler-plugins PodGroup of the same name changed the native gang's min to %d", v.Group.Spec.MinMember)
+	}
+	s.OnNativePodGroupGone(lowered)
+	if r, _ := refusal.As(s.AdmitGang(pods[0])); !cmp.Equal(r, refusal.Refusal(refusal.NoPodGroup{Gang: string(k)})) {
+		t.Errorf("its PodGroup gone: %v, want NoPodGroup", r)
+	}
+}
