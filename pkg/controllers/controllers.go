@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,6 +37,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -161,7 +163,15 @@ func run(ctx context.Context, st *state.State) error {
 	if err != nil {
 		return err
 	}
-	if err := (&podgroupstatus.Reconciler{Client: mgr.GetClient(), SchedulerName: st.Settings().SchedulerName, State: st}).SetupWithManager(ctx, mgr); err != nil {
+	statuses := &podgroupstatus.Reconciler{Client: mgr.GetClient(), SchedulerName: st.Settings().SchedulerName, State: st}
+	if st.ServesNativePodGroups() {
+		notes := make(chan event.TypedGenericEvent[*schedulingv1beta1.PodGroup])
+		statuses.NativeNotes = notes
+		if err := (&podgroupstatus.NativeReconciler{Client: mgr.GetClient(), State: st, Notes: notes}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	if err := statuses.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
 	if kinds := st.Settings().GroupedKinds; len(kinds) > 0 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,6 +64,9 @@ type Reconciler struct {
 	// of either reconciles the gang (its pods, not tried meanwhile, do not
 	// change).
 	State *state.State
+	// NativeNotes, when set, receives the state's notes of gangs of
+	// Kubernetes' own PodGroups, for the NativeReconciler.
+	NativeNotes chan<- event.TypedGenericEvent[*schedulingv1beta1.PodGroup]
 }
 
 // SetupWithManager registers the controller: it reconciles a PodGroup when
@@ -167,9 +171,20 @@ func (r *Reconciler) relayNotes(ctx context.Context, out chan<- event.TypedGener
 		}
 		for _, k := range r.State.TakeGangNotes() {
 			ns, name := k.Split()
-			pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			meta := metav1.ObjectMeta{Namespace: ns, Name: name}
+			if k.Native() {
+				if r.NativeNotes == nil {
+					continue
+				}
+				select {
+				case r.NativeNotes <- event.TypedGenericEvent[*schedulingv1beta1.PodGroup]{Object: &schedulingv1beta1.PodGroup{ObjectMeta: meta}}:
+				case <-ctx.Done():
+					return
+				}
+				continue
+			}
 			select {
-			case out <- event.TypedGenericEvent[*schedv1alpha1.PodGroup]{Object: pg}:
+			case out <- event.TypedGenericEvent[*schedv1alpha1.PodGroup]{Object: &schedv1alpha1.PodGroup{ObjectMeta: meta}}:
 			case <-ctx.Done():
 				return
 			}

@@ -32,6 +32,15 @@ func (s *State) awaitGroupingLocked(pod *corev1.Pod) *fwk.Status {
 	if !recorded || e.ungrouped {
 		return nil
 	}
+	if unseen := s.ownerUnseenLocked(pod); unseen != "" {
+		// Neither the grouper nor the queue plugins can judge the pod
+		// before its owner is seen: it waits for it (woken by ownerSeen),
+		// and says so, as it would at PreFilter.
+		s.waitForOwnerLocked(e, unseen)
+		r := refusal.OwnerUnseen{Owner: unseen}
+		s.reportLocked(podRef(pod), "OwnerUnseen", "Scheduling", r.String())
+		return refusal.Status(fwk.UnschedulableAndUnresolvable, r)
+	}
 	s.waits.grouping[pod.UID] = pod
 	return refusal.Status(fwk.UnschedulableAndUnresolvable, awaitingGroup(pod))
 }
@@ -89,4 +98,20 @@ func (s *State) GangMember(k gang.Key) *corev1.Pod {
 		}
 	}
 	return nil
+}
+
+// GangPods are the pods of gang k the state has recorded, pending or
+// placed: the status writer of Kubernetes' PodGroups counts them.
+func (s *State) GangPods(k gang.Key) []*corev1.Pod {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.books.gangs[k]
+	if g == nil {
+		return nil
+	}
+	out := make([]*corev1.Pod, 0, len(g.members))
+	for _, e := range g.members {
+		out = append(out, e.pod)
+	}
+	return out
 }

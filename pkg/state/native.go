@@ -69,6 +69,7 @@ func (s *State) nativeHandler(ctx context.Context, kube informers.SharedInformer
 		return nil
 	}
 	klog.FromContext(ctx).Info("Reading Kubernetes' PodGroups (scheduling.k8s.io/v1beta1) as gangs")
+	s.wiring.native.Store(true)
 	return []handlerOf{{
 		informer: kube.Scheduling().V1beta1().PodGroups().Informer(),
 		handler:  eventhandler.For(nil, s.OnNativePodGroup, s.OnNativePodGroupGone),
@@ -83,3 +84,7 @@ type handlerOf struct {
 	handler  cache.ResourceEventHandler
 	api      string
 }
+
+// ServesNativePodGroups tells whether the state reads Kubernetes' own
+// PodGroups: the API server served them when the state was attached.
+func (s *State) ServesNativePodGroups() bool { return s.wiring.native.Load() }

@@ -253,7 +253,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	s.books.remove(e)
 	s.waitForOwnerLocked(e, "")
 	s.waits.forget(e.Gang, uid)
-	s.forgetReportsLocked("Pod", e.pod.Namespace+"/"+e.pod.Name, "QueueKept", "PreemptibilityKept", "PodGroupsUnreadable")
+	s.forgetReportsLocked("Pod", e.pod.Namespace+"/"+e.pod.Name, "QueueKept", "PreemptibilityKept", "PodGroupsUnreadable", "OwnerUnseen")
 }
 
 // placeLocked records a pod as placed on node: reserved by this scheduler,

@@ -44,6 +44,8 @@ type wiring struct {
 	synced atomic.Bool
 	// preemption: CardinalPreemption runs in the profile (preempt.go).
 	preemption atomic.Bool
+	// native: Kubernetes' own PodGroups are read (native.go).
+	native atomic.Bool
 	// permitPlugin is the plugin whose Permit holds gangs' members.
 	permitPlugin string
 }
