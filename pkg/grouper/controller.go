@@ -37,7 +37,10 @@ const ownerIndex = "cardinal.dev/grouped-for"
 
 // retryUnseen is how soon a pod whose owner, or whose own entry in the
 // scheduling state, has not arrived yet is tried again.
-const retryUnseen = 250 * time.Millisecond
+const (
+	retryUnseen    = 250 * time.Millisecond
+	maxRetryUnseen = time.Minute
+)
 
 // Grouper makes the PodGroups of the workloads Cardinal groups and labels
 // their pods into them (SPEC §7).
@@ -130,8 +133,12 @@ func (g *Grouper) group(ctx context.Context, pod *corev1.Pod) (reconcile.Result,
 		g.warn(pod, nil, ReasonOwnerUnreadable, fmt.Sprintf("Cardinal cannot tell whether pod %s belongs to a gang, and schedules it alone: %v", pod.Name, unreadable))
 		return g.ungroup(pod)
 	case errors.Is(err, ErrOwnerUnseen):
-		logger.V(4).Info("An owner of the pod is not known yet; trying again", "err", err)
-		return reconcile.Result{RequeueAfter: retryUnseen}, nil
+		// Most often an owner made a moment before the pod, not yet in
+		// the cache; an owner that never comes (the pod orphaned) is
+		// asked after less and less often.
+		after := min(max(retryUnseen, time.Since(pod.CreationTimestamp.Time)/4), maxRetryUnseen)
+		logger.V(4).Info("An owner of the pod is not known yet; trying again", "err", err, "after", after)
+		return reconcile.Result{RequeueAfter: after}, nil
 	case err != nil:
 		g.warn(pod, nil, ReasonOwnerUnreadable, fmt.Sprintf("Cardinal cannot read the owners of pod %s, and schedules it alone: %v", pod.Name, err))
 		return g.ungroup(pod)

@@ -2,7 +2,9 @@ package grouper
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,17 +50,31 @@ type reader struct {
 	// onChange is called with each custom workload added or changed.
 	onChange func(obj *unstructured.Unstructured)
 
+	// kick asks run to look for the custom kinds now.
+	kick chan struct{}
+
 	mu     sync.RWMutex
 	custom map[schema.GroupKind]*customKind
 }
 
-// customKind is one custom kind the cluster serves: its resource, and its
-// informer, or why the scheduler may not read it.
+// customKind is one wanted custom kind: its resource and informer once
+// the cluster serves it, or why the scheduler may not read it, or since
+// when the cluster has not served it.
 type customKind struct {
-	resource   schema.GroupVersionResource
-	informer   informers.GenericInformer
-	unreadable *Unreadable
+	resource    schema.GroupVersionResource
+	informer    informers.GenericInformer
+	unreadable  *Unreadable
+	absentSince time.Time
 }
+
+// absentFor is how long a kind found not served is taken as such: an owner
+// of that kind met later may come of a CRD installed since, and is looked
+// for again.
+const absentFor = 5 * time.Second
+
+// errNotYet is an owner of a kind the reader has not read yet: not looked
+// for, or its informer not synced. The walk is tried again.
+var errNotYet = errors.New("its kind is not read yet")
 
 // newReader reads Kubernetes' kinds from f, the scheduler's informers, and
 // the custom kinds kinds needs through clients of cfg.
@@ -86,6 +102,7 @@ func newReader(f informers.SharedInformerFactory, kube kubernetes.Interface, dyn
 			return out, err
 		},
 		kube:   kube,
+		kick:   make(chan struct{}, 1),
 		custom: map[schema.GroupKind]*customKind{},
 	}
 	if d != nil {
@@ -108,16 +125,21 @@ func newReader(f informers.SharedInformerFactory, kube kubernetes.Interface, dyn
 	return r
 }
 
-// Knows tells whether gk is read: Kubernetes' kinds always, a custom kind
-// once the cluster serves it.
+// Knows tells whether gk is read: Kubernetes' kinds always, a wanted
+// custom kind unless the cluster was just found not to serve it. One not
+// looked for yet is known: Get then says it is not read yet, and the walk
+// is tried again once it is, so no pod of it is ruled on before.
 func (r *reader) Knows(gk schema.GroupKind) bool {
 	if _, ok := r.builtin[gk]; ok {
 		return true
 	}
+	if !slices.Contains(r.wanted, gk) {
+		return false
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	_, ok := r.custom[gk]
-	return ok
+	ck := r.custom[gk]
+	return ck == nil || ck.absentSince.IsZero() || time.Since(ck.absentSince) > absentFor
 }
 
 // Get reads namespace/name of kind gk, as an unstructured object with its
@@ -134,12 +156,13 @@ func (r *reader) Get(gk schema.GroupKind, namespace, name string) (*unstructured
 	ck := r.custom[gk]
 	r.mu.RUnlock()
 	switch {
-	case ck == nil:
-		return nil, fmt.Errorf("%s is not served", gk)
+	case ck == nil || !ck.absentSince.IsZero():
+		r.lookAgain()
+		return nil, fmt.Errorf("%s: %w", gk, errNotYet)
 	case ck.unreadable != nil:
 		return nil, ck.unreadable
 	case !ck.informer.Informer().HasSynced():
-		return nil, fmt.Errorf("%s not listed yet", gk)
+		return nil, fmt.Errorf("%s: %w", gk, errNotYet)
 	}
 	obj, err := ck.informer.Lister().ByNamespace(namespace).Get(name)
 	if err != nil {
@@ -194,8 +217,17 @@ func toUnstructured(obj runtime.Object, gk schema.GroupKind) (*unstructured.Unst
 	return u, nil
 }
 
+// lookAgain asks run to look for the custom kinds now.
+func (r *reader) lookAgain() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
 // run looks for the custom kinds the cluster serves now and starts
-// reading those it may, every rediscoverEvery, until ctx ends.
+// reading those it may, every rediscoverEvery and when asked, until ctx
+// ends.
 func (r *reader) run(ctx context.Context) {
 	for {
 		r.discover(ctx)
@@ -206,6 +238,7 @@ func (r *reader) run(ctx context.Context) {
 			}
 			return
 		case <-time.After(rediscoverEvery):
+		case <-r.kick:
 		}
 	}
 }
@@ -224,17 +257,23 @@ func (r *reader) discover(ctx context.Context) {
 		r.mu.RLock()
 		ck := r.custom[gk]
 		r.mu.RUnlock()
-		if ck != nil && ck.unreadable == nil {
+		if ck != nil && ck.informer != nil {
 			continue // read already
 		}
 		m, err := r.mapper.RESTMapping(gk)
 		if err != nil {
-			continue // not served (its CRD not installed): skipped
+			// Not served (its CRD not installed): skipped.
+			r.mu.Lock()
+			if ck == nil || !ck.absentSince.IsZero() {
+				r.custom[gk] = &customKind{absentSince: time.Now()}
+			}
+			r.mu.Unlock()
+			continue
 		}
 		next := &customKind{resource: m.Resource}
 		if why := r.mayNotRead(ctx, m.Resource); why != "" {
 			next.unreadable = &Unreadable{Kind: gk, Resource: m.Resource.Resource, Why: why}
-			if ck == nil {
+			if ck == nil || ck.unreadable == nil {
 				logger.Info("Cardinal may not read a workload kind it groups; its pods are gangs of one until it may", "kind", gk.String(), "why", why)
 			}
 		} else {
