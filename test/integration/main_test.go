@@ -40,13 +40,19 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// Deployments and ReplicaSets behave as in a cluster (the card quota
-	// tests scale a Deployment as an HPA does). CARDINAL_APISERVER_VERSION
+	// Deployments, ReplicaSets and Jobs behave as in a cluster (the card
+	// quota tests scale a Deployment as an HPA does). CARDINAL_APISERVER_VERSION
 	// runs the package against an older supported kube-apiserver (SPEC §6;
 	// `make integration-versions` runs the matrix's subset); its
 	// kube-controller-manager is then left out, as one newer than the
 	// apiserver is outside Kubernetes' version skew policy.
-	opts := controlplane.Options{Controllers: []string{"deployment-controller", "replicaset-controller"}}
+	// The Job controller makes the pods of the Jobs the grouper makes
+	// gangs of (SPEC §7); Kubernetes' own PodGroups are served, as a 1.37
+	// cluster that enables them does (SPEC §1.2).
+	opts := controlplane.Options{
+		Controllers:   []string{"deployment-controller", "replicaset-controller", "job-controller"},
+		APIServerArgs: []string{"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"},
+	}
 	if v := os.Getenv("CARDINAL_APISERVER_VERSION"); v != "" {
 		opts = controlplane.Options{APIServerVersion: v}
 	}
