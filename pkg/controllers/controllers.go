@@ -34,9 +34,11 @@ import (
 	// process leads.
 	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -78,11 +80,35 @@ func Start(ctx context.Context, st *state.State, le componentbaseconfig.LeaderEl
 		// for come from the replica that leads only: a standby's queue runs
 		// admission too, but nothing it holds is ever tried again.
 		st.SetLeading(true)
-		if err := run(ctx, st); err != nil {
-			logger.Error(err, "Cardinal status writers stopped")
+		// A controller whose API cannot be read for long (a CRD installed
+		// late, RBAC granted late) stops the manager; they start again, so
+		// that the grouper, which pods wait for, is never gone for good.
+		for backoff := restartAfter; ; backoff = min(2*backoff, maxRestartAfter) {
+			runCtx, cancel := context.WithCancel(ctx)
+			err := run(runCtx, st)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			logger.Error(err, "Cardinal's controllers stopped; starting them again", "after", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
 		}
 	}()
 }
+
+// leadingPoll is how often a replica that does not lead looks whether it
+// has come to.
+const leadingPoll = 200 * time.Millisecond
+
+// How soon Cardinal's controllers start again after they stop.
+const (
+	restartAfter    = 5 * time.Second
+	maxRestartAfter = 2 * time.Minute
+)
 
 // waitLeading waits until this process holds the scheduler's lease.
 // kube-scheduler names its holder <hostname>_<random> and cannot tell us
@@ -91,7 +117,9 @@ func Start(ctx context.Context, st *state.State, le componentbaseconfig.LeaderEl
 // metrics registry when it does (leader_election_master_status, from
 // component-base's client-go metrics provider, imported for that).
 func waitLeading(ctx context.Context) error {
-	return wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
+	// Pods of grouped workloads wait for the grouper, which starts here:
+	// a new leader should not keep them long.
+	return wait.PollUntilContextCancel(ctx, leadingPoll, true, func(context.Context) (bool, error) {
 		return leadsHere(legacyregistry.DefaultGatherer), nil
 	})
 }
@@ -147,7 +175,10 @@ func run(ctx context.Context, st *state.State) error {
 	cfg := rest.CopyConfig(st.KubeConfig())
 	cfg.ContentType, cfg.AcceptContentTypes = "", ""
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme: scheme,
+		// The controllers are built again, under the same names, when the
+		// manager starts again (Start).
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Only this scheduler's gang pods are cached (PodGroup status counts

@@ -42,6 +42,10 @@ const (
 	maxRetryUnseen = time.Minute
 )
 
+// whilePodGroupsUnreadable is how often a pod the grouper would group is
+// looked at again while PodGroups cannot be read.
+const whilePodGroupsUnreadable = 10 * time.Second
+
 // Grouper makes the PodGroups of the workloads Cardinal groups and labels
 // their pods into them (SPEC §7).
 type Grouper struct {
@@ -118,6 +122,11 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	}
 	if name := pod.Labels[schedv1alpha1.PodGroupLabel]; name != "" && pod.Spec.SchedulerName == g.SchedulerName {
 		return reconcile.Result{}, g.mend(ctx, pod, name)
+	}
+	if g.Kinds.Groupable(pod, g.SchedulerName) && g.State.PodGroupsUnreadable() {
+		// Scheduled as before while PodGroups cannot be read; once they
+		// can, the pod waits for a ruling again, and gets one.
+		return reconcile.Result{RequeueAfter: whilePodGroupsUnreadable}, nil
 	}
 	return reconcile.Result{}, nil
 }

@@ -114,7 +114,7 @@ func PlanFor(c Chain, kinds workload.Kinds, jobsOf children) (*Plan, []Problem) 
 	}
 	s := shapeOf(*u, c, jobsOf)
 	var problems []Problem
-	var min int32
+	var gangMin int32
 	from := ""
 	for _, l := range annotated(c) {
 		v, ok := l.Obj.GetAnnotations()[v1alpha1.MinMemberAnnotation]
@@ -128,35 +128,35 @@ func PlanFor(c Chain, kinds workload.Kinds, jobsOf children) (*Plan, []Problem) 
 				l.Kind.Kind, l.Obj.GetName(), v1alpha1.MinMemberAnnotation, v)})
 			continue
 		}
-		min, from = int32(n), fmt.Sprintf("annotation %s on %s %s", v1alpha1.MinMemberAnnotation, l.Kind.Kind, l.Obj.GetName())
-		if min > s.full {
+		gangMin, from = int32(n), fmt.Sprintf("annotation %s on %s %s", v1alpha1.MinMemberAnnotation, l.Kind.Kind, l.Obj.GetName())
+		if gangMin > s.full {
 			problems = append(problems, Problem{Reason: ReasonMinMemberAboveSize, On: l.Obj, Message: fmt.Sprintf(
 				"%s %s has annotation %s=%d, above the %d pods it runs: its gang's min is %d",
 				l.Kind.Kind, l.Obj.GetName(), v1alpha1.MinMemberAnnotation, n, s.full, s.full)})
-			min = s.full
+			gangMin = s.full
 		}
 		break
 	}
-	if min == 0 && s.ownMin > 0 {
-		min, from = s.ownMin, s.ownMinFrom
-		if min > s.full {
+	if gangMin == 0 && s.ownMin > 0 {
+		gangMin, from = s.ownMin, s.ownMinFrom
+		if gangMin > s.full {
 			problems = append(problems, Problem{Reason: ReasonMinMemberAboveSize, On: u.Obj, Message: fmt.Sprintf(
 				"%s %s asks, by %s, for a min of %d, above the %d pods it runs: its gang's min is %d",
-				u.Kind.Kind, u.Obj.GetName(), from, min, s.full, s.full)})
-			min = s.full
+				u.Kind.Kind, u.Obj.GetName(), from, gangMin, s.full, s.full)})
+			gangMin = s.full
 		}
 	}
-	if min == 0 {
+	if gangMin == 0 {
 		return nil, problems
 	}
 	// Never more than the workload runs now, never below one.
-	min = max(1, minInt(min, s.now))
+	gangMin = max(1, min(gangMin, s.now))
 	p := &Plan{
 		Unit:         *u,
 		Name:         podGroupName(u),
-		Min:          min,
-		Max:          max(s.now, min),
-		MinResources: minResources(s.templates, min),
+		Min:          gangMin,
+		Max:          max(s.now, gangMin),
+		MinResources: minResources(s.templates, gangMin),
 		Labels:       map[string]string{},
 	}
 	sources := []map[string]string{}
@@ -189,13 +189,6 @@ func PlanFor(c Chain, kinds workload.Kinds, jobsOf children) (*Plan, []Problem) 
 	}
 	p.MinFrom = from
 	return p, problems
-}
-
-func minInt(a, b int32) int32 {
-	if a < b {
-		return a
-	}
-	return b
 }
 
 // annotated are the owners whose min-member annotation counts (SPEC §7

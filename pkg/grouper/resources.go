@@ -18,18 +18,18 @@ import (
 // admission holds a gang whose minResources cannot fit (SPEC §3.4), and
 // must never hold one whose cheapest min would (a PyTorchJob of a cpu
 // master and gpu workers with min 3 asks for 2 gpus, not 3).
-func minResources(templates []podTemplate, min int32) corev1.ResourceList {
+func minResources(templates []podTemplate, minMembers int32) corev1.ResourceList {
 	type share struct {
 		q     resource.Quantity
 		count int32
 	}
 	byResource := map[corev1.ResourceName][]share{}
-	total := int32(0)
+	total := int64(0)
 	for _, t := range templates {
 		if t.count <= 0 {
 			continue
 		}
-		total += t.count
+		total += int64(t.count)
 		for name, q := range templateRequests(t.spec) {
 			byResource[name] = append(byResource[name], share{q: q, count: t.count})
 		}
@@ -38,20 +38,20 @@ func minResources(templates []podTemplate, min int32) corev1.ResourceList {
 	for name, shares := range byResource {
 		// Pods of templates that do not ask for the resource ask for none
 		// of it: they are the smallest.
-		asking := int32(0)
+		asking := int64(0)
 		for _, s := range shares {
-			asking += s.count
+			asking += int64(s.count)
 		}
-		need := min - (total - asking)
+		need := int64(minMembers) - (total - asking)
 		if need <= 0 {
 			continue
 		}
 		slices.SortFunc(shares, func(a, b share) int { return a.q.Cmp(b.q) })
 		sum := resource.Quantity{}
 		for _, s := range shares {
-			n := minInt(s.count, need)
+			n := min(int64(s.count), need)
 			d := s.q.AsDec()
-			d.Mul(d, inf.NewDec(int64(n), 0))
+			d.Mul(d, inf.NewDec(n, 0))
 			sum.Add(*resource.NewDecimalQuantity(*d, s.q.Format))
 			if need -= n; need == 0 {
 				break

@@ -95,12 +95,11 @@ func completionsLeft(job *unstructured.Unstructured, ifUnset int32) int32 {
 // that will not come (KAI #1347).
 func jobSetShape(js *unstructured.Unstructured, jobsOf children) shape {
 	var s shape
-	made := map[string]*unstructured.Unstructured{}
+	var made []*unstructured.Unstructured
 	if jobsOf != nil {
-		for _, j := range jobsOf(js) {
-			made[j.GetName()] = j
-		}
+		made = jobsOf(js)
 	}
+	var full, total int64
 	rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
 	for _, item := range rjs {
 		rj, ok := item.(map[string]any)
@@ -111,27 +110,33 @@ func jobSetShape(js *unstructured.Unstructured, jobsOf children) shape {
 		replicas := intIn(rj, 1, "replicas")
 		parallelism := intIn(rj, 1, "template", "spec", "parallelism")
 		completions, hasCompletions, _ := unstructured.NestedInt64(rj, "template", "spec", "completions")
-		var now int32
-		for i := range replicas {
-			// JobSet names its Jobs <jobset>-<replicatedJob>-<index>.
-			left := parallelism
-			if hasCompletions {
-				left = int32(completions)
-			}
-			if j := made[js.GetName()+"-"+name+"-"+strconv.Itoa(int(i))]; j != nil {
-				left = completionsLeft(j, parallelism)
-			}
-			now += min(parallelism, left)
+		// Jobs not made yet run min(parallelism, completions) pods; those
+		// made, no more than the completions they have left.
+		first := int64(parallelism)
+		if hasCompletions {
+			first = min(first, max(completions, 0))
 		}
-		s.full += replicas * parallelism
-		s.now += now
+		now := int64(replicas) * first
+		for _, j := range made {
+			// JobSet names its Jobs <jobset>-<replicatedJob>-<index>.
+			index, ok := strings.CutPrefix(j.GetName(), js.GetName()+"-"+name+"-")
+			if i, err := strconv.Atoi(index); ok && err == nil && i >= 0 && i < int(replicas) {
+				now += int64(min(parallelism, completionsLeft(j, parallelism))) - first
+			}
+		}
+		full += int64(replicas) * int64(parallelism)
+		total += max(now, 0)
 		if tmpl, ok, _ := unstructured.NestedMap(rj, "template", "spec", "template"); ok {
-			s.templates = append(s.templates, podTemplate{spec: tmpl, count: now})
+			s.templates = append(s.templates, podTemplate{spec: tmpl, count: capped(max(now, 0))})
 		}
 	}
+	s.full, s.now = capped(full), capped(total)
 	s.ownMin, s.ownMinFrom = s.now, "its replicas × parallelism"
 	return s
 }
+
+// capped is a count summed in 64 bits, no more than maxCount.
+func capped(n int64) int32 { return int32(min(max(n, 0), maxCount)) }
 
 // lwsShape: a LeaderWorkerSet's group is its leader and size-1 workers,
 // all of it its min.
@@ -152,6 +157,7 @@ func lwsShape(lws *unstructured.Unstructured) shape {
 // integrations take it, every replica.
 func kubeflowShape(job *unstructured.Unstructured) shape {
 	var s shape
+	var full int64
 	spec, _, _ := unstructured.NestedMap(job.Object, "spec")
 	keys := make([]string, 0, len(spec))
 	for k := range spec {
@@ -173,12 +179,13 @@ func kubeflowShape(job *unstructured.Unstructured) shape {
 				continue
 			}
 			n := intIn(rs, 1, "replicas")
-			s.full += n
+			full += int64(n)
 			if tmpl, ok, _ := unstructured.NestedMap(rs, "template"); ok {
 				s.templates = append(s.templates, podTemplate{spec: tmpl, count: n})
 			}
 		}
 	}
+	s.full = capped(full)
 	s.now = s.full
 	s.ownMin, s.ownMinFrom = s.full, "its replicas"
 	if m, ok, _ := unstructured.NestedInt64(job.Object, "spec", "runPolicy", "schedulingPolicy", "minAvailable"); ok && m > 0 {
@@ -190,7 +197,8 @@ func kubeflowShape(job *unstructured.Unstructured) shape {
 // rayShape: a Ray cluster is its head and its worker groups' replicas
 // (times their hosts); its min is the head and the groups' minReplicas.
 func rayShape(rc *unstructured.Unstructured) shape {
-	s := shape{full: 1, ownMin: 1, ownMinFrom: "its head and worker groups' minReplicas"}
+	s := shape{ownMinFrom: "its head and worker groups' minReplicas"}
+	full, ownMin := int64(1), int64(1)
 	s.templates = templateAt(rc, 1, "spec", "headGroupSpec", "template")
 	groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
 	for _, item := range groups {
@@ -204,12 +212,13 @@ func rayShape(rc *unstructured.Unstructured) shape {
 		hosts := intIn(g, 1, "numOfHosts")
 		minReplicas := intIn(g, 0, "minReplicas")
 		replicas := max(intIn(g, minReplicas, "replicas"), minReplicas)
-		s.full += replicas * hosts
-		s.ownMin += minReplicas * hosts
+		full += int64(replicas) * int64(hosts)
+		ownMin += int64(minReplicas) * int64(hosts)
 		if tmpl, ok, _ := unstructured.NestedMap(g, "template"); ok {
-			s.templates = append(s.templates, podTemplate{spec: tmpl, count: replicas * hosts})
+			s.templates = append(s.templates, podTemplate{spec: tmpl, count: capped(int64(replicas) * int64(hosts))})
 		}
 	}
+	s.full, s.ownMin = capped(full), capped(ownMin)
 	s.now = s.full
 	return s
 }

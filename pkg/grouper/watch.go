@@ -21,9 +21,25 @@ import (
 	"cardinal.dev/cardinal/pkg/workload"
 )
 
-// cacheInformer is an informer the grouper adds handlers to.
+// cacheInformer is an informer the grouper adds handlers to: the
+// scheduler's, which outlive the grouper's controller.
 type cacheInformer interface {
 	AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+	RemoveEventHandler(cache.ResourceEventHandlerRegistration) error
+}
+
+// handleUntil adds h to inf until ctx ends, when the controller it feeds
+// stops (and may be started again with a handler of its own).
+func handleUntil(ctx context.Context, inf cacheInformer, h cache.ResourceEventHandler) error {
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		_ = inf.RemoveEventHandler(reg)
+	}()
+	return nil
 }
 
 // watch asks for the pods the grouper may group as they come and change,
@@ -35,7 +51,7 @@ func (g *Grouper) watch(ctx context.Context, pods cacheInformer, workloads []cac
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
 		}
 	}
-	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := handleUntil(ctx, pods, cache.ResourceEventHandlerFuncs{
 		AddFunc:    podChanged,
 		UpdateFunc: func(_, obj any) { podChanged(obj) },
 	}); err != nil {
@@ -47,7 +63,7 @@ func (g *Grouper) watch(ctx context.Context, pods cacheInformer, workloads []cac
 		}
 	}
 	for _, inf := range workloads {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) { changed(obj) }}); err != nil {
+		if err := handleUntil(ctx, inf, cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) { changed(obj) }}); err != nil {
 			return err
 		}
 	}

@@ -57,7 +57,7 @@ func (r *NativeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 					}
 				}
 			}
-			_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			reg, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 				AddFunc:    changed,
 				UpdateFunc: func(_, obj any) { changed(obj) },
 				DeleteFunc: func(obj any) {
@@ -67,6 +67,13 @@ func (r *NativeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 					changed(obj)
 				},
 			})
+			if err == nil {
+				// The scheduler's informer outlives this controller.
+				go func() {
+					<-ctx.Done()
+					_ = pods.RemoveEventHandler(reg)
+				}()
+			}
 			return err
 		})).
 		WatchesRawSource(source.Channel(r.Notes, &handler.TypedEnqueueRequestForObject[*schedulingv1beta1.PodGroup]{})).

@@ -181,6 +181,7 @@ func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ensurePodLocked(pod)
+	delete(s.waits.grouping, pod.UID) // labelled into its gang by the grouper, if it waited for it
 	g := s.books.gangs[k]
 	if g == nil || g.group == nil {
 		st := s.gangIncompleteLocked(g, k)

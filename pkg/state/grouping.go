@@ -25,7 +25,12 @@ import (
 // has not ruled on, filed to be woken when it does; nil when the pod need
 // not wait.
 func (s *State) awaitGroupingLocked(pod *corev1.Pod) *fwk.Status {
-	if !s.settings.GroupedKinds.Groupable(pod, s.settings.SchedulerName) {
+	if !s.settings.GroupedKinds.Groupable(pod, s.settings.SchedulerName) || s.wiring.missing[podGroupsAPI] != "" || s.settings.ReadOnly {
+		// Without PodGroups (their CRD not installed, or no right to read
+		// them) no workload can be grouped: its pods are scheduled as
+		// before, as every pod that needs no PodGroup is (SPEC §6). A
+		// tool's copy of the state knows no ruling the scheduler made: it
+		// judges the pod as the scheduler does once ruled.
 		return nil
 	}
 	e, recorded := s.ensurePodLocked(pod)
@@ -63,6 +68,9 @@ func (s *State) AwaitsGrouping(pod *corev1.Pod) bool {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.wiring.missing[podGroupsAPI] != "" {
+		return false
+	}
 	e := s.books.pods[pod.UID]
 	return e == nil || (!e.ungrouped && !e.placed())
 }
@@ -114,4 +122,12 @@ func (s *State) GangPods(k gang.Key) []*corev1.Pod {
 		out = append(out, e.pod)
 	}
 	return out
+}
+
+// PodGroupsUnreadable tells whether PodGroups cannot be read (their CRD
+// not installed, or no right to): no pod waits for the grouper meanwhile.
+func (s *State) PodGroupsUnreadable() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.wiring.missing[podGroupsAPI] != ""
 }
