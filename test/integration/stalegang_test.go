@@ -73,10 +73,9 @@ func TestStaleGangGivenBack(t *testing.T) {
 			strings.Contains(e.Note, "2 of its minMember 3 pods bound")
 	})
 	waitPodEvent(t, ns, "broken-0", "2 of its minMember 3 pods bound")
+	// The events are written as the evictions start: wait for them to end.
 	for _, p := range []string{"broken-0", "broken-1"} {
-		if !evicted(t, ns, p) {
-			t.Errorf("pod %s of the gang bound below its min was not evicted", p)
-		}
+		waitFor(t, "pod "+p+" of the gang bound below its min evicted", func() bool { return evicted(t, ns, p) })
 	}
 	holdFor(t, holdWindow, func() error {
 		for _, p := range []string{"elastic-0", "elastic-1", "finishing-0"} {
