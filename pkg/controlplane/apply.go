@@ -68,25 +68,35 @@ func ReadManifests(paths ...string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", p, err)
-			}
-			obj := &unstructured.Unstructured{}
-			if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
-				return nil, fmt.Errorf("%s: %w", p, err)
-			}
-			if len(obj.Object) > 0 {
-				objs = append(objs, obj)
-			}
+		more, err := decodeManifests(p, data)
+		if err != nil {
+			return nil, err
 		}
+		objs = append(objs, more...)
 	}
 	return objs, nil
+}
+
+// decodeManifests reads the objects of multi-document YAML data, from name.
+func decodeManifests(name string, data []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
 }
 
 // Applier sends objects to an apiserver with server-side apply, resolving
