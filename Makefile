@@ -68,7 +68,7 @@ tools: $(addprefix $(BIN)/,$(GEN_TOOLS)) $(BIN)/kube-apiserver $(BIN)/kube-contr
 
 ## demo: the scheduler on a local control plane with simulated GPU nodes and example workloads
 ##       (NODES=file, WORKLOADS=a.yaml,b.yaml and THEN=c.yaml,d.yaml, one act each, to use your own)
-demo: $(CONTROL_PLANE)
+demo: $(CONTROL_PLANE) $(BIN)/kube-controller-manager
 	$(GO) run ./cmd/demo $(if $(NODES),--nodes $(NODES)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) $(if $(THEN),--then $(THEN))
 
 ## test: formatting, vet and generated files checked, unit tests with -race, then integration tests on a real control plane,
@@ -88,8 +88,9 @@ integration: $(CONTROL_PLANE) $(BIN)/kube-controller-manager $(BIN)/cardinal-sch
 # The integration tests SPEC §6's version matrix runs on kube-apiserver 1.34,
 # 1.35 and 1.36 (the full suite runs on 1.37 above): start-up fitted to the
 # server, gangs, queue and card quota, preemption and reclaim, status, the
-# Queue CRD's validation, and kubectl cardinal.
-VERSION_SUBSET := TestFitsTheAPIServer|TestRefusesAnOlderAPIServer|TestGangAllOrNothing|TestGangsDoNotDeadlock|TestGangGivesBackOnFailure|TestCardQuotaCap|TestCardAlternatives|TestMIGAndMPS|TestQueueCapability|TestGangHeldByQueue|TestNonPreemptibleUsesOnlyGuarantee|TestWholeLowPriorityGangGoes|TestFullQueuePreemptsItsOwnLowerPriorityWork|TestCardAwareReclaim|TestQueueStatusAgreesWithScheduler|TestQueueValidation|TestKubectlCardinalInATerminal|TestWhy
+# Queue CRD's validation, kubectl cardinal, and Kubernetes' own PodGroup
+# (a gang where the server serves it, 1.37; nothing changes where not).
+VERSION_SUBSET := TestFitsTheAPIServer|TestRefusesAnOlderAPIServer|TestGangAllOrNothing|TestGangsDoNotDeadlock|TestGangGivesBackOnFailure|TestCardQuotaCap|TestCardAlternatives|TestMIGAndMPS|TestQueueCapability|TestGangHeldByQueue|TestNonPreemptibleUsesOnlyGuarantee|TestWholeLowPriorityGangGoes|TestFullQueuePreemptsItsOwnLowerPriorityWork|TestCardAwareReclaim|TestQueueStatusAgreesWithScheduler|TestQueueValidation|TestKubectlCardinalInATerminal|TestWhy|TestKubernetesPodGroup
 
 ## integration-versions: the version subset on each older supported kube-apiserver (APISERVER_VERSIONS)
 integration-versions: $(CONTROL_PLANE) $(addprefix $(BIN)/kube-apiserver-,$(APISERVER_VERSIONS))
@@ -139,7 +140,8 @@ soak-report:
 FUZZTIME ?= 10m
 FUZZFLAGS ?=
 FUZZ_TARGETS := ./pkg/cardmodel:FuzzParseNames ./pkg/cardmodel:FuzzParseRequest ./pkg/cardmodel:FuzzQueueCards \
-	./apis/config/scheme:FuzzDecodeArgs ./pkg/state:FuzzQueueSpec ./pkg/workload:FuzzClassify ./pkg/quota:FuzzDeserved
+	./apis/config/scheme:FuzzDecodeArgs ./pkg/state:FuzzQueueSpec ./pkg/workload:FuzzClassify ./pkg/quota:FuzzDeserved \
+	./pkg/grouper:FuzzPlanFor
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "== $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \

@@ -4,8 +4,10 @@
 // config/scheduler-config.yaml, applies the example workloads, plays the
 // kubelet for bound pods, and prints where everything went. Then it plays
 // further acts one file at a time (by default a queue borrowing idle cards,
-// then another queue's job reclaiming them) and prints what each act placed
-// and evicted, and why. It ends with what kubectl cardinal says: every
+// then another queue's job reclaiming them, then a Job and a JobSet that
+// Cardinal makes gangs of by itself) and prints what each act placed and
+// evicted, and why. It plays JobSet's controller too (jobset.go); the Job
+// controller is kube-controller-manager's. It ends with what kubectl cardinal says: every
 // queue's use, and why one held gang waits.
 //
 //	go run ./cmd/demo --nodes examples/nodes.yaml --workloads examples/queues.yaml,examples/gang.yaml --then ""
@@ -22,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"cardinal.dev/cardinal/pkg/controlplane"
@@ -43,7 +46,7 @@ func run() error {
 	nodes := flag.String("nodes", ex("nodes.yaml"), "YAML file of the simulated nodes")
 	workloads := flag.String("workloads", strings.Join([]string{ex("namespaces.yaml"), ex("queues.yaml"), ex("gang.yaml"), ex("elastic.yaml"), ex("pods.yaml")}, ","),
 		"comma-separated YAML files applied in order (namespaces, queues, PodGroups, pods...)")
-	then := flag.String("then", strings.Join([]string{ex("borrow.yaml"), ex("reclaim.yaml")}, ","),
+	then := flag.String("then", strings.Join([]string{ex("borrow.yaml"), ex("reclaim.yaml"), ex("workloads.yaml")}, ","),
 		"comma-separated YAML files applied one at a time once the placements settle, each an act of its own (\"\" for none)")
 	schedConfig := flag.String("config", filepath.Join(root, "config", "scheduler-config.yaml"), "scheduler configuration")
 	settle := flag.Duration("settle", 8*time.Second, "how long nothing may change before the placement is reported")
@@ -57,8 +60,10 @@ func run() error {
 		fmt.Printf("[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
 
-	step("starting etcd and kube-apiserver")
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	// The Job controller makes the pods of the Jobs the last act runs,
+	// which Cardinal groups into gangs by itself.
+	step("starting etcd, kube-apiserver and kube-controller-manager's Job controller")
+	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: []string{"job-controller"}})
 	if err != nil {
 		return err
 	}
@@ -68,11 +73,16 @@ func run() error {
 		return err
 	}
 
-	step("installing config/ (CRDs, RBAC, scheduler configuration)")
+	step("installing config/ (CRDs, RBAC, scheduler configuration), and stand-ins for the CRDs of JobSet, LeaderWorkerSet, Kubeflow and Ray")
 	objs, err := controlplane.KustomizeBuild(filepath.Join(root, "config"))
 	if err != nil {
 		return err
 	}
+	crds, err := controlplane.ReadManifests(ex("workload-crds.yaml"))
+	if err != nil {
+		return err
+	}
+	objs = append(objs, crds...)
 	if err := applier.Apply(ctx, objs, false); err != nil {
 		return err
 	}
@@ -104,6 +114,10 @@ func run() error {
 	}
 
 	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	dyn := dynamic.NewForConfigOrDie(cp.Config())
+	if err := playJobSetController(ctx, dyn, kube, workObjs); err != nil {
+		return err
+	}
 	step("waiting for placements to settle (kubelet simulated: bound pods are marked Running)")
 	if err := settlePods(ctx, kube, sched, *settle); err != nil {
 		return fmt.Errorf("%w (scheduler log: %s)", err, sched.LogPath)
@@ -130,12 +144,15 @@ func run() error {
 		if err := applier.Apply(ctx, objs, false); err != nil {
 			return err
 		}
+		if err := playJobSetController(ctx, dyn, kube, objs); err != nil {
+			return err
+		}
 		if err := settlePods(ctx, kube, sched, *settle); err != nil {
 			return fmt.Errorf("%w (scheduler log: %s)", err, sched.LogPath)
 		}
 		step("act %d settled", i+2)
 		fmt.Println()
-		if err := reportAct(ctx, os.Stdout, cp.Config(), before, objs); err != nil {
+		if err := reportAct(ctx, os.Stdout, cp.Config(), before); err != nil {
 			return err
 		}
 	}

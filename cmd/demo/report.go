@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
@@ -42,21 +41,23 @@ func report(ctx context.Context, w io.Writer, cfg *rest.Config) error {
 	return reportQueues(ctx, w, cfg)
 }
 
-// reportAct prints what an act placed (the pods its objects made), what it
-// evicted (pods there before that are gone) with the reason Cardinal gave
-// each, what preemption said it did, and the queues' use of card models.
-func reportAct(ctx context.Context, w io.Writer, cfg *rest.Config, before map[string]bool, objs []*unstructured.Unstructured) error {
+// reportAct prints what an act placed (the pods it made, and those its
+// workloads' controllers made) and the PodGroups Cardinal made for them,
+// what it evicted (pods there before that are gone) with the reason
+// Cardinal gave each, what preemption said it did, and the queues' use of
+// card models.
+func reportAct(ctx context.Context, w io.Writer, cfg *rest.Config, before map[string]bool) error {
 	v, err := look(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	mine := map[string]bool{}
-	for _, o := range objs {
-		if o.GetKind() == "Pod" {
-			mine[o.GetNamespace()+"/"+o.GetName()] = true
-		}
+	// The act's pods: those it made, and those its workloads' controllers
+	// made for it.
+	mine := func(p *corev1.Pod) bool { return !before[p.Namespace+"/"+p.Name] }
+	if err := v.pods(w, mine); err != nil {
+		return err
 	}
-	if err := v.pods(w, func(p *corev1.Pod) bool { return mine[p.Namespace+"/"+p.Name] }); err != nil {
+	if err := reportMadeGangs(ctx, w, cfg, v, mine); err != nil {
 		return err
 	}
 	now := map[string]bool{}
@@ -161,6 +162,39 @@ func (v *view) pods(w io.Writer, keep func(*corev1.Pod) bool) error {
 			}
 		}
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, queue, node, model, count, status)
+	}
+	return tw.Flush()
+}
+
+// reportMadeGangs prints the PodGroups Cardinal made for the workloads of
+// the pods mine keeps (SPEC 7), if any: which workload each is for, its
+// min, and how many of its pods are scheduled.
+func reportMadeGangs(ctx context.Context, w io.Writer, cfg *rest.Config, v *view, mine func(*corev1.Pod) bool) error {
+	groups := map[string]bool{}
+	for i := range v.list {
+		if p := &v.list[i]; mine(p) && p.Labels["scheduling.x-k8s.io/pod-group"] != "" {
+			groups[p.Namespace+"/"+p.Labels["scheduling.x-k8s.io/pod-group"]] = true
+		}
+	}
+	list, err := pgclient.NewForConfigOrDie(cfg).SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var made []string
+	for _, pg := range list.Items {
+		if by := pg.Annotations[v1alpha1.GroupedByAnnotation]; by != "" && groups[pg.Namespace+"/"+pg.Name] {
+			made = append(made, fmt.Sprintf("%s/%s	%s	%d	%s", pg.Namespace, pg.Name, by, pg.Spec.MinMember, pg.Annotations["cardinal.dev/scheduled"]))
+		}
+	}
+	if len(made) == 0 {
+		return nil
+	}
+	sort.Strings(made)
+	fmt.Fprintln(w, "\nPodGroups Cardinal made for the workloads (nobody wrote them):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PODGROUP\tFOR\tMIN\tSCHEDULED")
+	for _, row := range made {
+		fmt.Fprintln(tw, row)
 	}
 	return tw.Flush()
 }
