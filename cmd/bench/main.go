@@ -136,7 +136,7 @@ func run() error {
 		all := map[string][]result{}
 		for run := range *runs {
 			for _, s := range schedulers {
-				if s.Peer && !w.Peer {
+				if (s.Peer && !w.Peer) || (w.CardinalOnly && s.Name != "cardinal") {
 					continue
 				}
 				fmt.Printf("%-16s %-17s run %d/%d: ", w.Name, s.Name, run+1, *runs)

@@ -98,6 +98,8 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 	ratio("Cardinal / default, plain pods", pps("plain-pods/cardinal"), pps("plain-pods/default"), "≥ 0.95")
 	ratio("Cardinal gangs of 8 / Cardinal plain pods", pps("gangs-of-8/cardinal"), pps("plain-pods/cardinal"), "≥ 0.9")
 	ratio("Cardinal / default, gangs of 8", pps("gangs-of-8/cardinal"), pps("gangs-of-8/default"), "-")
+	ratio("Cardinal, Jobs of 8 grouped by Cardinal / the same gangs with hand-written PodGroups (pods/s)",
+		pps("jobs-of-8-grouped/cardinal"), pps("jobs-of-8-podgroups/cardinal"), "≥ 0.9")
 	if r, ok := byKey["contended/cardinal"]; ok {
 		fmt.Fprintf(&b, "- contended mix: Cardinal bound %d of %d pods with **%d partial gangs** (target 0); the default profile, which knows no gangs, left %d partial\n",
 			r.Bound, r.Pods, r.PartialGangs, byKey["contended/default"].PartialGangs)

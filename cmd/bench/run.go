@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -281,8 +282,28 @@ func create(ctx context.Context, cp *controlplane.ControlPlane, w workload) erro
 			return err
 		}, w)
 	}
+	// A gang that is a Job: the Job first, then its pods under it, as its
+	// controller makes them.
+	owners := map[string]*batchv1.Job{}
+	var mu sync.Mutex
+	jobs = jobs[:0]
+	for _, j := range w.jobs() {
+		jobs = append(jobs, func() error {
+			made, err := kube.BatchV1().Jobs(benchNamespace).Create(ctx, j, metav1.CreateOptions{})
+			mu.Lock()
+			owners[j.Name] = made
+			mu.Unlock()
+			return err
+		})
+	}
+	if err := parallel(jobs); err != nil {
+		return err
+	}
 	jobs = jobs[:0]
 	for _, p := range w.pods() {
+		if j := owners[jobOf(p.Name)]; j != nil {
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))}
+		}
 		jobs = append(jobs, func() error {
 			_, err := kube.CoreV1().Pods(benchNamespace).Create(ctx, p, metav1.CreateOptions{})
 			return err

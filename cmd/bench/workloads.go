@@ -5,8 +5,10 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
@@ -46,6 +48,12 @@ type workload struct {
 	// Peer tells whether scheduler-plugins' scheduler can be compared on it
 	// (it has no card-model quota).
 	Peer bool
+	// Jobs makes each gang a batch/v1 Job whose pods exist up front, made
+	// as its controller makes them (no Job controller runs). With Grouped,
+	// the Jobs carry cardinal.dev/min-member and there are neither
+	// PodGroups nor pod-group labels: Cardinal's grouper makes the gangs
+	// (SPEC §7). CardinalOnly runs it with Cardinal alone.
+	Jobs, Grouped, CardinalOnly bool
 	// AffinityForDefault gives the default profile's pods their card-name
 	// order as preferred node affinity on the product label, as a user of
 	// the default scheduler would ask for the same preference (SPEC §4.3);
@@ -75,6 +83,15 @@ func workloads(mode string) []workload {
 		{Name: "contended", About: "gangs of 16 one-card pods asking for twice the GPUs there are: half the gangs fit",
 			Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(200, 64), GangSize: 16, PodGPUs: 1, Contended: true, Peer: true},
 	}
+	jobs := func(grouped bool) workload {
+		w := workload{Name: "jobs-of-8-podgroups", About: "Jobs of 8 one-card pods with hand-written PodGroups",
+			Nodes: scale(375, 125), GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(375, 125), GangSize: 8, PodGPUs: 1, Jobs: true, CardinalOnly: true}
+		if grouped {
+			w.Name, w.About, w.Grouped = "jobs-of-8-grouped", "the same Jobs annotated cardinal.dev/min-member: 8, their PodGroups made by Cardinal", true
+		}
+		return w
+	}
+	out = append(out, jobs(false), jobs(true))
 	out = append(out, workload{Name: "interleaved", About: "gangs of 2-16 pods of 1-2 GPUs arrive over 30 s in random order asking for twice the GPUs, run 10 s once whole; one in 20 can never fit",
 		Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Interleaved: true, Timeout: time.Duration(scale(5, 2)) * time.Minute, Peer: true})
 	out = append(out, workload{Name: "preemption", About: "nodes full of low-priority elastic gangs and single pods; high-priority gangs of 8 one-card pods arrive",
@@ -136,6 +153,9 @@ func (w workload) queues() []*v1alpha1.Queue {
 func queueName(i int) string { return fmt.Sprintf("q-%d", i) }
 
 func (w workload) podGroups() []*schedv1alpha1.PodGroup {
+	if w.Grouped {
+		return nil
+	}
 	out := make([]*schedv1alpha1.PodGroup, 0, w.Gangs)
 	for g := range w.Gangs {
 		out = append(out, &schedv1alpha1.PodGroup{
@@ -195,7 +215,7 @@ func (w workload) pods() []*corev1.Pod {
 		if w.affinity && w.CardName != "" {
 			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: w.preferCardNames()}}
 		}
-		if gang != "" {
+		if gang != "" && !w.Grouped {
 			p.Label(schedv1alpha1.PodGroupLabel, gang)
 		}
 		if w.Preempt {
@@ -215,4 +235,31 @@ func (w workload) pods() []*corev1.Pod {
 		}
 	}
 	return out
+}
+
+// jobs are the workload's Jobs, one per gang, if it makes its gangs Jobs.
+func (w workload) jobs() []*batchv1.Job {
+	if !w.Jobs {
+		return nil
+	}
+	out := make([]*batchv1.Job, 0, w.Gangs)
+	for g := range w.Gangs {
+		tmpl := builder.MakePod("", "").GPU(w.PodGPUs).Obj()
+		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+		j := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: fmt.Sprintf("gang-%d", g)},
+			Spec:       batchv1.JobSpec{Parallelism: ptr.To(int32(w.GangSize)), Template: corev1.PodTemplateSpec{Spec: tmpl.Spec}},
+		}
+		if w.Grouped {
+			j.Annotations = map[string]string{v1alpha1.MinMemberAnnotation: fmt.Sprint(w.GangSize)}
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// jobOf is the Job a pod of the workload belongs to: its gang's.
+func jobOf(pod string) string {
+	i := strings.LastIndex(pod, "-")
+	return pod[:i]
 }
