@@ -173,12 +173,12 @@ func TestFitKeptRoom(t *testing.T) {
 	}{
 		{name: "nothing kept", fits: true},
 		{name: "kept for another preemptor", claims: []state.Claim{keep("gang ns/other", "o-0", 2)}},
-		{name: "kept for the pod's own", claims: []state.Claim{keep(state.PreemptorKeyOf(pod), "p", 2)}, fits: true},
+		{name: "kept for the pod's own", claims: []state.Claim{keep(state.PreemptorKeyFor("", pod), "p", 2)}, fits: true},
 		{name: "kept for a member already on it", claims: []state.Claim{keep("gang ns/other", "member", 2)}, fits: true},
 		{name: "kept for a member not on it yet", claims: []state.Claim{keep("gang ns/other", "o-1", 2)}},
 		{name: "less kept than left over", claims: []state.Claim{keep("gang ns/other", "o-0", 1)}, fits: true},
 	}
-	f := newFit(pod, newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 2})[0])
+	f := newFit(pod, newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 2})[0], state.PreemptorKeyFor("", pod))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := f.fits(node, tt.claims); got != tt.fits {

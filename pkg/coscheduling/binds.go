@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
-	"cardinal.dev/cardinal/pkg/gang"
 )
 
 // bindSlots bounds how many gang pods bind at once. A gang's min leaves
@@ -36,7 +36,7 @@ func (h *slotHeld) Clone() fwk.StateData { return h }
 // pod takes its slot only once volumes and devices are ready, for its bind
 // alone.
 func (p *Plugin) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if _, ok := gang.Of(pod); !ok {
+	if _, ok := p.state.GangOf(pod); !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
@@ -47,7 +47,7 @@ func (p *Plugin) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *core
 // whose gang's attempt failed while it waited (a sibling gave up its
 // place), or that was deleted, gives its slot back and does not bind.
 func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
-	if _, ok := gang.Of(pod); !ok {
+	if _, ok := p.state.GangOf(pod); !ok {
 		return nil
 	}
 	select {
@@ -84,7 +84,8 @@ func (p *Plugin) releaseSlot(cs fwk.CycleState) {
 // call, and writes on it, in that call, how Cardinal placed it: its queue
 // and whether it was placed as non-preemptible work (the annotation
 // cardinal.dev/placed-as), so the books are kept as they were decided
-// across relabels and restarts (SPEC §3.7). A pod the state has not placed
+// across relabels and restarts (SPEC §3.7), and the gang the grouper put
+// it in, if it did. A pod the state has not placed
 // is left to the next binder.
 func (p *Plugin) Bind(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	placedAs, ok := p.state.PlacedAs(pod)
@@ -95,6 +96,14 @@ func (p *Plugin) Bind(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, no
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
 			Annotations: map[string]string{v1alpha1.PlacedAsAnnotation: placedAs}},
 		Target: corev1.ObjectReference{Kind: "Node", Name: nodeName},
+	}
+	if name := p.state.GroupedInto(pod); name != "" {
+		// The gang the grouper put it in (SPEC §7), written in the same
+		// call: as the label scheduling.x-k8s.io/pod-group, which API
+		// servers take from a Binding since 1.35, and as an annotation,
+		// which every supported one takes.
+		binding.Labels = map[string]string{schedv1alpha1.PodGroupLabel: name}
+		binding.Annotations[v1alpha1.PodGroupAnnotation] = name
 	}
 	if c := p.handle.APICacher(); c != nil {
 		onFinish, err := c.BindPod(binding)

@@ -9,7 +9,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/eventhandler"
-	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/requeue"
 )
 
@@ -18,9 +17,9 @@ import (
 // backing off, are woken by the state itself (through its outbox).
 func (p *Plugin) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return eventhandler.Readable(ctx, p.handle, []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.Delete | fwk.UpdatePodLabel}, QueueingHintFn: gangMemberChanged},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.Delete | fwk.UpdatePodLabel}, QueueingHintFn: p.gangMemberChanged},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: p.victimGone},
-		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged},
+		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged(p.state.GangOf)},
 	}), nil
 }
 
@@ -28,7 +27,7 @@ func (p *Plugin) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHi
 // now have minMember pods), loses a pod that named another scheduler, or a
 // member's labels change (its queue: a gang split across queues may be
 // whole again).
-func gangMemberChanged(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+func (p *Plugin) gangMemberChanged(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 	other, _ := newObj.(*corev1.Pod)
 	deleted := other == nil
 	if deleted {
@@ -37,13 +36,13 @@ func gangMemberChanged(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) 
 	if other == nil {
 		return fwk.Queue, fmt.Errorf("want *v1.Pod, got %T", oldObj)
 	}
-	k, ok := gang.Of(pod)
+	k, ok := p.state.GangOf(pod)
 	inGang := func(obj any) bool {
-		p, _ := obj.(*corev1.Pod)
-		if p == nil {
+		o, _ := obj.(*corev1.Pod)
+		if o == nil {
 			return false
 		}
-		k2, ok2 := gang.Of(p)
+		k2, ok2 := p.state.GangOf(o)
 		return ok2 && k2 == k
 	}
 	// An update counts if the pod was in the gang before it or is after

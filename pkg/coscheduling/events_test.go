@@ -9,8 +9,10 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/requeue"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 func TestGangMemberChangedHint(t *testing.T) {
@@ -35,7 +37,8 @@ func TestGangMemberChangedHint(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := gangMemberChanged(klog.Background(), waiting, tc.oldObj, tc.newObj)
+			p := &Plugin{state: statetest.New()}
+			got, err := p.gangMemberChanged(klog.Background(), waiting, tc.oldObj, tc.newObj)
 			if err != nil || got != tc.want {
 				t.Errorf("hint = %v, %v; want %v", got, err, tc.want)
 			}
@@ -76,7 +79,7 @@ func TestOwnPodGroupChangedHint(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := requeue.OwnPodGroupChanged(klog.Background(), pod, tc.oldObj, tc.newObj)
+			got, err := requeue.OwnPodGroupChanged(gang.Of)(klog.Background(), pod, tc.oldObj, tc.newObj)
 			if err != nil || got != tc.want {
 				t.Errorf("hint = %v, %v; want %v", got, err, tc.want)
 			}

@@ -320,6 +320,13 @@ func TestLess(t *testing.T) {
 	twin := builder.MakePod("ns", "twin").Obj() // as old as single
 	twin.CreationTimestamp = single.CreationTimestamp
 	sameAge := f.gang("same-age", 2, 2, t0.Add(30*time.Second))
+	// Two gangs whose PodGroups were made in the same second: the one
+	// admitted first (here "zz", whose pods came first) goes first,
+	// whatever their names.
+	f.clock.Step(time.Second)
+	admittedFirst := f.gang("zz", 2, 2, t0.Add(2*time.Minute))
+	f.clock.Step(time.Second)
+	admittedLater := f.gang("aa", 2, 2, t0.Add(2*time.Minute))
 	entity := func(p *corev1.Pod, prio int32) fwk.QueuedEntityInfo {
 		p = p.DeepCopy()
 		p.Spec.Priority = &prio
@@ -345,6 +352,8 @@ func TestLess(t *testing.T) {
 		{"single pods as old by name", entity(single, 0), entity(twin, 0), true},
 		{"single pods as old by name, reversed", entity(twin, 0), entity(single, 0), false},
 		{"a pod is not before itself", entity(single, 0), entity(single, 0), false},
+		{"of gangs made in the same second, the one admitted first", entity(admittedFirst[1], 0), entity(admittedLater[0], 0), true},
+		{"of gangs made in the same second, the one admitted later after", entity(admittedLater[0], 0), entity(admittedFirst[1], 0), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

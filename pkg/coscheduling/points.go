@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/state"
 )
@@ -78,7 +77,7 @@ func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	if st := p.state.AfterNarrowingMiss(cs, pod, statuses); st != nil {
 		return nil, st // only part of the nodes were tried
 	}
-	k, ok := gang.Of(pod)
+	k, ok := p.state.GangOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}

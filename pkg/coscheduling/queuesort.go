@@ -10,8 +10,9 @@ import (
 )
 
 // Less orders the scheduling queue: higher priority first; then older gangs
-// first (a gang by its PodGroup's creation time, a single pod by its own);
-// then by gang, so one gang's pods come out of the queue together; then in
+// first (a gang by its PodGroup's creation time, a single pod by its own,
+// and of gangs made in the same second the one admitted first); then by
+// gang, so one gang's pods come out of the queue together; then in
 // the gang's rank order (pkg/gang), so its min members by rank are tried
 // first. Everything it reads is fixed once a pod is queued, so the queue's
 // heap stays consistent. A gang's pods sorting together is what keeps a
@@ -27,6 +28,8 @@ func (p *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 		return ka.created.Before(kb.created)
 	case ka.kind != kb.kind:
 		return ka.kind < kb.kind
+	case !ka.admitted.Equal(kb.admitted):
+		return ka.admitted.Before(kb.admitted)
 	case ka.namespace != kb.namespace:
 		return ka.namespace < kb.namespace
 	case ka.name != kb.name:
@@ -55,7 +58,11 @@ const (
 // pods. Less builds two for every comparison under the queue's lock, so a
 // single pod's takes no allocation.
 type queueKey struct {
-	created         time.Time
+	created time.Time
+	// admitted is when a gang was first admissible: of gangs whose
+	// PodGroups were made in the same second, the one admitted first goes
+	// first (State.GangAdmitted).
+	admitted        time.Time
 	kind            int
 	namespace, name string
 	// pod is a gang's pod, to rank it among its gang's.
@@ -68,9 +75,9 @@ func (p *Plugin) sortKey(e fwk.QueuedEntityInfo) queueKey {
 		return queueKey{created: e.GetTimestamp(), kind: otherKind}
 	}
 	pod := qp.GetPodInfo().GetPod()
-	if k, ok := gang.Of(pod); ok {
+	if k, ok := p.state.GangOf(pod); ok {
 		if created, ok := p.state.GangCreated(k); ok {
-			return queueKey{created: created, kind: gangKind, name: string(k), pod: pod}
+			return queueKey{created: created, admitted: p.state.GangAdmitted(k), kind: gangKind, name: string(k), pod: pod}
 		}
 	}
 	return queueKey{created: pod.CreationTimestamp.Time, kind: podKind, namespace: pod.Namespace, name: pod.Name}

@@ -14,8 +14,9 @@ import (
 // may use only what is free beyond it. kube-scheduler's nominated pods keep
 // that room from pods of lower or equal priority; this keeps it from all.
 // It costs nothing on nodes without kept room, which is nearly all of them.
-func keptRoom(pod *corev1.Pod, request quota.Resources, nodeInfo fwk.NodeInfo, claims []state.Claim) *fwk.Status {
-	kept := state.KeptFrom(pod, nodeInfo, claims)
+// own is the key the pod's own claims are kept under.
+func keptRoom(own string, request quota.Resources, nodeInfo fwk.NodeInfo, claims []state.Claim) *fwk.Status {
+	kept := state.KeptFrom(own, nodeInfo, claims)
 	if len(kept) == 0 {
 		return nil
 	}

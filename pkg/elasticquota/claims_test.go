@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/quota"
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
@@ -19,7 +20,7 @@ func TestKeptRoom(t *testing.T) {
 	const gpu corev1.ResourceName = "nvidia.com/gpu"
 	member := builder.MakePod("ns", "g-0").Label("scheduling.x-k8s.io/pod-group", "g").GPU(2).Obj()
 	member.UID = "g-0"
-	claim := state.Claim{Key: state.PreemptorKeyOf(member), Pod: member.UID, Node: "n", Request: quota.Resources{gpu: 2}}
+	claim := state.Claim{Key: state.PreemptorKeyFor("ns/g", member), Pod: member.UID, Node: "n", Request: quota.Resources{gpu: 2}}
 	running := builder.MakePod("ns", "running").GPU(2).Obj()
 	running.Spec.NodeName = "n"
 	node := func(pods ...*corev1.Pod) *framework.NodeInfo {
@@ -47,7 +48,8 @@ func TestKeptRoom(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st := keptRoom(tc.pod, quota.PodRequests(tc.pod), tc.ni, tc.claims)
+			k, _ := gang.Of(tc.pod)
+			st := keptRoom(state.PreemptorKeyFor(k, tc.pod), quota.PodRequests(tc.pod), tc.ni, tc.claims)
 			switch {
 			case tc.want == "" && !st.IsSuccess():
 				t.Errorf("refused: %v", st)

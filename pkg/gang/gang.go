@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 )
 
 // Key is a gang's namespace/name: that of its scheduler-plugins PodGroup,
@@ -22,15 +24,22 @@ type Key string
 // (scheduling.k8s.io/v1beta1). No object name holds an "@".
 const NativeSuffix = "@" + schedulingv1beta1.GroupName
 
-// Of returns the gang of a pod: the PodGroup its scheduling.x-k8s.io/pod-group
-// label names, or else the Kubernetes PodGroup its spec.schedulingGroup
-// names, in the pod's namespace.
+// Of returns the gang a pod names: the PodGroup its
+// scheduling.x-k8s.io/pod-group label names, or else the Kubernetes
+// PodGroup its spec.schedulingGroup names, or else the PodGroup its
+// cardinal.dev/pod-group annotation names (written when Cardinal binds a
+// pod it grouped), in the pod's namespace. A pending pod the grouper put
+// in its workload's gang names none: the scheduling state knows its gang
+// (state.GangOf).
 func Of(pod *corev1.Pod) (Key, bool) {
 	if name := pod.Labels[schedv1alpha1.PodGroupLabel]; name != "" {
 		return Key(pod.Namespace + "/" + name), true
 	}
 	if name := NativeName(pod); name != "" {
 		return NativeKey(pod.Namespace, name), true
+	}
+	if name := pod.Annotations[v1alpha1.PodGroupAnnotation]; name != "" {
+		return Key(pod.Namespace + "/" + name), true
 	}
 	return "", false
 }

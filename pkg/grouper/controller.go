@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/pkg/workload"
 )
@@ -100,7 +102,7 @@ func (g *Grouper) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("grouper").
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			return g.watch(ctx, f.Core().V1().Pods().Informer(), []cacheInformer{
 				f.Batch().V1().Jobs().Informer(), f.Apps().V1().ReplicaSets().Informer(),
@@ -120,7 +122,11 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	if g.State.AwaitsGrouping(pod) {
 		return g.group(ctx, pod)
 	}
-	if name := pod.Labels[schedv1alpha1.PodGroupLabel]; name != "" && pod.Spec.SchedulerName == g.SchedulerName {
+	if unlabelledBound(pod) && pod.Spec.SchedulerName == g.SchedulerName {
+		return reconcile.Result{}, g.labelBound(ctx, pod)
+	}
+	if k, ok := g.State.GangOf(pod); ok && !k.Native() && pod.Spec.SchedulerName == g.SchedulerName {
+		_, name := k.Split()
 		return reconcile.Result{}, g.mend(ctx, pod, name)
 	}
 	if g.Kinds.Groupable(pod, g.SchedulerName) && g.State.PodGroupsUnreadable() {
@@ -131,16 +137,20 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	return reconcile.Result{}, nil
 }
 
-// group rules on a pod: makes its PodGroup and labels it into it, or
-// finds it a gang of one.
+// group rules on a pod and on the other pods of its controller that await
+// a ruling: makes their PodGroup and labels them into it, or finds them
+// gangs of one. A workload's pods are ruled on together, so that its gang
+// becomes whole at once, in the order its PodGroup was made, rather than
+// pod by pod among other gangs' pods.
 func (g *Grouper) group(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	pods := g.siblings(pod)
 	chain, err := Walk(g.reader, pod)
 	var unreadable *Unreadable
 	switch {
 	case errors.As(err, &unreadable):
 		g.warn(pod, nil, ReasonOwnerUnreadable, fmt.Sprintf("Cardinal cannot tell whether pod %s belongs to a gang, and schedules it alone: %v", pod.Name, unreadable))
-		return g.ungroup(pod)
+		return g.ungroup(pod, pods)
 	case errors.Is(err, ErrOwnerUnseen):
 		// Most often an owner made a moment before the pod, not yet in
 		// the cache; an owner that never comes (the pod orphaned) is
@@ -150,37 +160,71 @@ func (g *Grouper) group(ctx context.Context, pod *corev1.Pod) (reconcile.Result,
 		return reconcile.Result{RequeueAfter: after}, nil
 	case err != nil:
 		g.warn(pod, nil, ReasonOwnerUnreadable, fmt.Sprintf("Cardinal cannot read the owners of pod %s, and schedules it alone: %v", pod.Name, err))
-		return g.ungroup(pod)
+		return g.ungroup(pod, pods)
 	}
 	plan, problems := PlanFor(chain, g.Kinds, g.reader.jobsOf)
 	for _, p := range problems {
 		g.warn(p.On, pod, p.Reason, p.Message)
 	}
 	if plan == nil {
-		return g.ungroup(pod)
+		return g.ungroup(pod, pods)
 	}
+	// A LeaderWorkerSet's leader StatefulSet controls the leaders of
+	// every group: only those of this pod's group are in its gang.
+	pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return p.Labels[lwsGroupLabel] != plan.Unit.Group && plan.Unit.Group != "" })
 	made, err := g.ensure(ctx, pod, plan)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if !made {
-		return g.ungroup(pod)
+		return g.ungroup(pod, pods)
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, schedv1alpha1.PodGroupLabel, plan.Name)
-	if err := g.client.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	logger.V(2).Info("Grouped a pod into its workload's PodGroup", "podGroup", plan.Name, "minMember", plan.Min, "minFrom", plan.MinFrom)
-	return reconcile.Result{}, nil
-}
-
-// ungroup records that the pod is a gang of one. A pod the state has not
-// recorded yet is tried again, so the ruling is not lost.
-func (g *Grouper) ungroup(pod *corev1.Pod) (reconcile.Result, error) {
-	if !g.State.Ungrouped(pod) {
+	// The pods join the gang in the scheduling state at once; no API write
+	// is made per pod until each binds (its Binding writes its gang).
+	unrecorded := g.State.Grouped(pods, gang.Key(pod.Namespace+"/"+plan.Name))
+	logger.V(2).Info("Grouped pods into their workload's PodGroup", "podGroup", plan.Name, "pods", len(pods)-len(unrecorded), "minMember", plan.Min, "minFrom", plan.MinFrom)
+	if slices.Contains(unrecorded, pod) {
 		return reconcile.Result{RequeueAfter: retryUnseen}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// siblings are pod and the other pods of its controller that await a
+// ruling.
+func (g *Grouper) siblings(pod *corev1.Pod) []*corev1.Pod {
+	pods := []*corev1.Pod{pod}
+	if c := metav1.GetControllerOfNoCopy(pod); c != nil {
+		for _, p := range g.State.AwaitingGroupingUnder(c.UID) {
+			if p.UID != pod.UID {
+				pods = append(pods, p)
+			}
+		}
+	}
+	return pods
+}
+
+// ungroup records that pods are gangs of one. If pod, the one asked
+// about, is not recorded in the state yet, it is tried again, so the
+// ruling is not lost; the others each come with an event of their own.
+func (g *Grouper) ungroup(pod *corev1.Pod, pods []*corev1.Pod) (reconcile.Result, error) {
+	retry := false
+	for _, p := range pods {
+		if !g.State.Ungrouped(p) && p.UID == pod.UID {
+			retry = true
+		}
+	}
+	if retry {
+		return reconcile.Result{RequeueAfter: retryUnseen}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// labelBound labels a pod, bound in the gang the grouper put it in, with
+// its PodGroup, as the Binding did not (API servers before 1.35): one
+// write per pod, after it is bound, where newer servers need none.
+func (g *Grouper) labelBound(ctx context.Context, pod *corev1.Pod) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, schedv1alpha1.PodGroupLabel, pod.Annotations[v1alpha1.PodGroupAnnotation])
+	return client.IgnoreNotFound(g.client.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, patch)))
 }
 
 // ensure makes or mends the PodGroup plan asks for; false when a PodGroup

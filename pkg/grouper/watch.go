@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/workload"
 )
@@ -47,7 +48,7 @@ func handleUntil(ctx context.Context, inf cacheInformer, h cache.ResourceEventHa
 // and starts reading the custom workload kinds the cluster serves.
 func (g *Grouper) watch(ctx context.Context, pods cacheInformer, workloads []cacheInformer, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	podChanged := func(obj any) {
-		if p, ok := obj.(*corev1.Pod); ok && g.Kinds.Groupable(p, g.SchedulerName) {
+		if p, ok := obj.(*corev1.Pod); ok && (g.Kinds.Groupable(p, g.SchedulerName) || unlabelledBound(p)) {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
 		}
 	}
@@ -127,4 +128,12 @@ func (g *Grouper) replicaSetsOf(obj metav1.Object) []types.UID {
 		}
 	}
 	return out
+}
+
+// unlabelledBound tells whether pod was bound in the gang the grouper put
+// it in by an API server that took its label from the Binding, as servers
+// before 1.35 do not: it carries the gang's annotation and not its label,
+// which label-selected caches and tools read (labelBound).
+func unlabelledBound(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && pod.Annotations[v1alpha1.PodGroupAnnotation] != "" && pod.Labels[schedv1alpha1.PodGroupLabel] == ""
 }

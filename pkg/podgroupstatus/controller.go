@@ -203,9 +203,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	var mine []*corev1.Pod
+	seen := map[types.UID]bool{}
 	for i := range pods.Items {
 		if pods.Items[i].Spec.SchedulerName == r.SchedulerName {
 			mine = append(mine, &pods.Items[i])
+			seen[pods.Items[i].UID] = true
+		}
+	}
+	if r.State != nil {
+		// Pods the grouper put in a gang carry no label until they bind
+		// (and API servers before 1.35 take none from a Binding): the
+		// state knows them.
+		for _, p := range r.State.GangPods(gang.KeyOf(pg)) {
+			if !seen[p.UID] {
+				mine = append(mine, p)
+			}
 		}
 	}
 	// The gang's reason is its hold or backoff when it has one; else its

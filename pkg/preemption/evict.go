@@ -148,7 +148,7 @@ func (p *Plugin) evict(ctx context.Context, victim *corev1.Pod, why string) erro
 func (p *Plugin) recordEvents(pod *corev1.Pod, pre state.Preemptor, res *result, victims []victim) {
 	byGang := map[gang.Key][]victim{}
 	for _, v := range victims {
-		if k, ok := gang.Of(v.pod); ok {
+		if k, ok := p.state.GangOf(v.pod); ok {
 			byGang[k] = append(byGang[k], v)
 		}
 	}

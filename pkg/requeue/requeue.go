@@ -92,24 +92,36 @@ func (c Change) PodGroupAdmission() bool {
 	return c.Added || c.Spec || c.Labels || c.Annotation(v1alpha1.CardRequestAnnotation, v1alpha1.VolcanoCardRequestAnnotation)
 }
 
-// OwnPodGroupChanged is a queueing hint: it requeues a pod when its own
-// PodGroup is created or changes in what admits its gang (PodGroupAdmission).
-// Cardinal's own status and annotation writes, and other gangs' PodGroups,
-// are skipped.
-func OwnPodGroupChanged(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	c, err := Of(oldObj, newObj)
-	if err != nil {
-		return fwk.Queue, err
+// OwnPodGroupChanged returns a queueing hint that requeues a pod when its
+// own PodGroup (its gang as gangOf says) is created or changes in what
+// admits its gang (PodGroupAdmission). Cardinal's own status and
+// annotation writes, and other gangs' PodGroups, are skipped.
+func OwnPodGroupChanged(gangOf func(*corev1.Pod) (gang.Key, bool)) fwk.QueueingHintFn {
+	return func(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+		// kube-scheduler asks this of every waiting pod on every PodGroup
+		// write: another gang's PodGroup is told apart by string
+		// comparisons, before anything else is read.
+		n, err := meta.Accessor(newObj)
+		if err != nil {
+			return fwk.Queue, fmt.Errorf("reading the changed object: %w", err)
+		}
+		k, ok := gangOf(pod)
+		if ns, name := k.Split(); !ok || k.Native() || name != n.GetName() || ns != n.GetNamespace() {
+			if v := logger.V(5); v.Enabled() {
+				v.Info("PodGroup of another gang changed: skip", "pod", klog.KObj(pod), "podGroup", n.GetNamespace()+"/"+n.GetName())
+			}
+			return fwk.QueueSkip, nil
+		}
+		c, err := Of(oldObj, newObj)
+		if err != nil {
+			return fwk.Queue, err
+		}
+		if !c.PodGroupAdmission() {
+			logger.V(5).Info("PodGroup status or annotations changed: skip", "pod", klog.KObj(pod), "podGroup", c.Gang())
+			return fwk.QueueSkip, nil
+		}
+		return fwk.Queue, nil
 	}
-	if k, ok := gang.Of(pod); !ok || k != c.Gang() {
-		logger.V(5).Info("PodGroup of another gang changed: skip", "pod", klog.KObj(pod), "podGroup", c.Gang())
-		return fwk.QueueSkip, nil
-	}
-	if !c.PodGroupAdmission() {
-		logger.V(5).Info("PodGroup status or annotations changed: skip", "pod", klog.KObj(pod), "podGroup", c.Gang())
-		return fwk.QueueSkip, nil
-	}
-	return fwk.Queue, nil
 }
 
 // OwnQueueChanged returns a queueing hint that requeues a pod when its own

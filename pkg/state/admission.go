@@ -20,7 +20,7 @@ import (
 // gang plugin says so), or its min placed, which ends holder's hold. Before
 // the state has synced, st turns the pod away until it has (Defer).
 func (s *State) minToAdmit(pod *corev1.Pod, holder string) (v GangStatus, missing int, st *fwk.Status) {
-	k, ok := gang.Of(pod)
+	k, ok := s.GangOf(pod)
 	if !ok {
 		return GangStatus{}, 0, nil
 	}
@@ -166,7 +166,7 @@ const splitHolder = "gang"
 // different queues (one gang is charged to one queue), or pods that name
 // another scheduler (no scheduler can place it all or nothing).
 func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
-	k, ok := gang.Of(pod)
+	k, ok := s.GangOf(pod)
 	if !ok {
 		if len(s.settings.GroupedKinds) == 0 {
 			return nil

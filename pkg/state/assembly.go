@@ -93,7 +93,7 @@ type Start struct {
 // must wait is parked, to be woken when that changes; the check and the
 // parking happen under one lock, so no wake-up is missed.
 func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
-	k, ok := gang.Of(pod)
+	k, ok := s.GangOf(pod)
 	if !ok {
 		return Start{}, nil
 	}
@@ -248,6 +248,7 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 	assembled, gotMin := s.assembly.refresh(g)
 	admissible := g.group != nil && len(g.members) >= g.min() && !g.split()
 	if admissible && !g.admissible {
+		s.books.gangAdmitted.LoadOrStore(k, s.clock.Now())
 		s.releasedLocked(g, splitHolder)
 		s.wakePendingLocked(g)
 	}
@@ -260,6 +261,7 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 		delete(s.waits.parkedGangs, k)
 		delete(s.notes.gangs, k)
 		s.books.gangCreated.Delete(k)
+		s.books.gangAdmitted.Delete(k)
 	}
 	if assembled {
 		s.wakeNextGangLocked()

@@ -63,6 +63,12 @@ type books struct {
 	// views is every node's card models at one nodes generation, made
 	// anew on the first read after a change (NodeViews). Read without the lock.
 	views atomic.Pointer[nodeViews]
+	// groupedAs is the gang of each pending pod the grouper put in its
+	// workload's gang without a label (grouping.go), read without the
+	// lock (GangOf).
+	groupedAs sync.Map // types.UID -> gang.Key
+	// gangAdmitted is when each gang was first admissible (GangAdmitted).
+	gangAdmitted sync.Map // gang.Key -> time.Time
 	// gangCreated is when each gang's PodGroup was first seen created, for
 	// the queue order: read without the lock, set once per gang.
 	gangCreated sync.Map

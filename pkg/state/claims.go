@@ -34,7 +34,7 @@ type Claim struct {
 // or, for another pod of the same preemptor (any pod of a gang may be one
 // of its min), a claim of the preemptor's on that node, whose room it took.
 func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
-	pr := s.preemptions.of(pod)
+	pr := s.preemptions.of(s.PreemptorKeyOf(pod))
 	if pr == nil {
 		return
 	}
@@ -78,7 +78,7 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 // preemptor's claims, when pod gives it back (unreserved) while the
 // preemption is under way.
 func (s *State) unuseClaimLocked(pod *corev1.Pod) {
-	pr := s.preemptions.of(pod)
+	pr := s.preemptions.of(s.PreemptorKeyOf(pod))
 	if pr == nil {
 		return
 	}
@@ -156,15 +156,15 @@ func unnominate(fw Framework, pods []*corev1.Pod) {
 // anywhere (almost always) it reads one counter.
 func (s *State) ClaimsOn(node string) []Claim { return s.preemptions.on(node) }
 
-// KeptFrom is the room kept on a node from pod: what the claims there of
-// preemptors other than pod's own keep for members not yet on the node
-// (nominated members the framework put on it for a Filter count once).
-// nil when nothing is kept from it.
-func KeptFrom(pod *corev1.Pod, nodeInfo fwk.NodeInfo, claims []Claim) quota.Resources {
+// KeptFrom is the room kept on a node from a pod whose own claims are kept
+// under own (State.PreemptorKeyOf): what the claims there of other
+// preemptors keep for members not yet on the node (nominated members the
+// framework put on it for a Filter count once). nil when nothing is kept
+// from it.
+func KeptFrom(own string, nodeInfo fwk.NodeInfo, claims []Claim) quota.Resources {
 	if len(claims) == 0 {
 		return nil
 	}
-	own := PreemptorKeyOf(pod)
 	var kept quota.Resources
 	var on map[types.UID]bool
 	for _, c := range claims {

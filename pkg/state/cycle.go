@@ -26,7 +26,7 @@ func (s *State) queueOfLocked(pod *corev1.Pod) string {
 }
 
 func (s *State) podGroupLabelsLocked(pod *corev1.Pod) map[string]string {
-	if k, ok := gang.Of(pod); ok {
+	if k, ok := s.GangOf(pod); ok {
 		if g := s.books.gangs[k]; g != nil && g.group != nil {
 			return g.group.Labels
 		}
@@ -44,6 +44,22 @@ func (s *State) GangCreated(k gang.Key) (time.Time, bool) {
 		return v.(time.Time), true
 	}
 	return time.Time{}, false
+}
+
+// GangAdmitted is when a gang was first admissible (its PodGroup seen and
+// minMember pods of it there), for the queue order among gangs whose
+// PodGroups were made in the same second: none of a gang's pods is in
+// the scheduling queue before then, so the queue sorts it from the start
+// with a key that then never changes. Gangs taken from the queue in the
+// order they became admissible are placed one after the other, rather than
+// one's pods taken while another's are half placed, which parks them
+// (workloads the grouper groups become admissible one by one). Takes no
+// lock, as GangCreated.
+func (s *State) GangAdmitted(k gang.Key) time.Time {
+	if v, ok := s.books.gangAdmitted.Load(k); ok {
+		return v.(time.Time)
+	}
+	return time.Time{}
 }
 
 // Prospect returns what placing pod now would charge, by the same rules

@@ -43,8 +43,8 @@ type Freeable struct {
 // all its preemptible work taken.
 func (s *State) FreeableInQueue(pod *corev1.Pod, queue string) Freeable {
 	out := Freeable{Request: quota.Resources{}, Cards: map[string]int64{}}
-	own, _ := gang.Of(pod)
-	key := PreemptorKeyOf(pod)
+	own, _ := s.GangOf(pod)
+	key := s.PreemptorKeyOf(pod)
 
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -101,7 +101,7 @@ func TestFreeableInQueue(t *testing.T) {
 		if got := s.FreeableInQueue(high, "q").Cards[h200]; got != 3 {
 			t.Errorf("freeable H200 cards %d, want 3: low's 3, not its own member, not single-low going for another", got)
 		}
-		s.Preempted(Preemptor{Key: PreemptorKeyOf(high)}, []types.UID{"single-low"}, nil)
+		s.Preempted(Preemptor{Key: s.PreemptorKeyOf(high)}, []types.UID{"single-low"}, nil)
 		if got := s.FreeableInQueue(high, "q").Cards[h200]; got != 4 {
 			t.Errorf("freeable H200 cards %d, want 4: single-low now goes for this gang", got)
 		}

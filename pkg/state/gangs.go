@@ -190,7 +190,7 @@ func (s *State) setElasticLocked(e *podEntry, elastic bool) {
 // upsertForeignLocked records a pod of another scheduler that joins a gang,
 // and forgets it when it leaves (finished, or relabelled out of the gang).
 func (s *State) upsertForeignLocked(pod *corev1.Pod) {
-	k, inGang := gang.Of(pod)
+	k, inGang := s.GangOf(pod)
 	if old, known := s.books.foreign[pod.UID]; known && (old != k || isTerminal(pod)) {
 		s.removeForeignLocked(pod)
 	}

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/gang"
@@ -14,12 +15,14 @@ import (
 // Pods of the workloads Cardinal groups (SPEC §7) are not scheduled one by
 // one before their PodGroup exists. The grouper (pkg/grouper) runs beside
 // the scheduler, under its leader election: it reads a pod's owners, makes
-// its PodGroup and labels the pod into it, or rules that the pod is a gang
-// of one. Until it has done either, the pod is held at PreEnqueue; which
-// pods it rules on is one function both ask (workload.Kinds.Groupable).
-// A labelled pod is a gang's member as any other, held by its gang's own
-// admission; a pod ruled a gang of one is woken here, through the outbox,
-// never from inside the scheduling queue's call.
+// its PodGroup and puts the pod in that gang here (Grouped), with no API
+// write: its Binding writes the gang on it (GroupedInto). Or it rules that
+// the pod is a gang of one (Ungrouped). Until it has done either, the pod
+// is held at PreEnqueue; which pods it rules on is one function both ask
+// (workload.Kinds.Groupable). A pod put in a gang is a member as any
+// other (GangOf), held by its gang's own admission, and woken with it when
+// the gang becomes whole; a pod ruled a gang of one is woken here, through
+// the outbox, never from inside the scheduling queue's call.
 
 // awaitGroupingLocked holds a pending pod that the grouper may group and
 // has not ruled on, filed to be woken when it does; nil when the pod need
@@ -34,7 +37,7 @@ func (s *State) awaitGroupingLocked(pod *corev1.Pod) *fwk.Status {
 		return nil
 	}
 	e, recorded := s.ensurePodLocked(pod)
-	if !recorded || e.ungrouped {
+	if !recorded || e.ruling == ruledAlone {
 		return nil
 	}
 	if unseen := s.ownerUnseenLocked(pod); unseen != "" {
@@ -50,6 +53,19 @@ func (s *State) awaitGroupingLocked(pod *corev1.Pod) *fwk.Status {
 	return refusal.Status(fwk.UnschedulableAndUnresolvable, awaitingGroup(pod))
 }
 
+// ruling is what the grouper ruled of a pod it may group.
+type ruling uint8
+
+const (
+	// unruled: not yet; the pod waits.
+	unruled ruling = iota
+	// ruledAlone: a gang of one; the pod is scheduled as such.
+	ruledAlone
+	// ruledGrouped: a member of its workload's gang (GangOf), its gang's
+	// to admit.
+	ruledGrouped
+)
+
 func awaitingGroup(pod *corev1.Pod) refusal.AwaitingGroup {
 	r := refusal.AwaitingGroup{Pod: pod.Namespace + "/" + pod.Name}
 	if c := metav1.GetControllerOfNoCopy(pod); c != nil {
@@ -59,9 +75,9 @@ func awaitingGroup(pod *corev1.Pod) refusal.AwaitingGroup {
 }
 
 // AwaitsGrouping tells whether the grouper has yet to rule on pod: a pod
-// it may group, pending, neither labelled into a PodGroup nor ruled a gang
-// of one. Only such a pod may be labelled: one already let into the
-// scheduling queue is never moved into a gang.
+// it may group, pending, neither put in a gang nor ruled a gang of one.
+// Only such a pod may be put in a gang: one already let into the
+// scheduling queue is never moved into one.
 func (s *State) AwaitsGrouping(pod *corev1.Pod) bool {
 	if !s.settings.GroupedKinds.Groupable(pod, s.settings.SchedulerName) {
 		return false
@@ -72,7 +88,79 @@ func (s *State) AwaitsGrouping(pod *corev1.Pod) bool {
 		return false
 	}
 	e := s.books.pods[pod.UID]
-	return e == nil || (!e.ungrouped && !e.placed())
+	return e == nil || (e.ruling == unruled && !e.placed())
+}
+
+// AwaitingGroupingUnder are the pods controller controls that the grouper
+// has yet to rule on: it rules on a workload's pods together, so that a
+// gang becomes whole at once rather than pod by pod (one of them is the
+// pod it was asked about).
+func (s *State) AwaitingGroupingUnder(controller types.UID) []*corev1.Pod {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*corev1.Pod
+	for _, e := range s.books.podsByController[controller] {
+		if e.ruling == unruled && !e.placed() && e.Gang == "" && s.settings.GroupedKinds.Groupable(e.pod, s.settings.SchedulerName) {
+			out = append(out, e.pod)
+		}
+	}
+	return out
+}
+
+// GangOf is pod's gang: the one it names (gang.Of), or the one the
+// grouper put it in (Grouped). It takes no lock: the queue's sort and
+// queueing hints ask it.
+func (s *State) GangOf(pod *corev1.Pod) (gang.Key, bool) {
+	if k, ok := gang.Of(pod); ok {
+		return k, true
+	}
+	if k, ok := s.books.groupedAs.Load(pod.UID); ok {
+		return k.(gang.Key), true
+	}
+	return "", false
+}
+
+// Grouped records the grouper's ruling that pods are members of gang k,
+// whose PodGroup it has made: they join it at once, with no write to the
+// API server (their gang is written on each when it binds: GroupedInto),
+// and its pending pods are woken, as a pod's arrival wakes a gang whose
+// pods name their PodGroup. It returns the pods the state has not
+// recorded yet: the grouper rules on them again later.
+func (s *State) Grouped(pods []*corev1.Pod, k gang.Key) (unrecorded []*corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pod := range pods {
+		e := s.books.pods[pod.UID]
+		if e == nil {
+			unrecorded = append(unrecorded, pod)
+			continue
+		}
+		if e.ruling != unruled || e.placed() {
+			continue
+		}
+		e.ruling = ruledGrouped
+		s.books.groupedAs.Store(pod.UID, k)
+		delete(s.waits.grouping, pod.UID)
+		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+	}
+	if g := s.books.gangs[k]; g != nil {
+		s.refreshGangLocked(g)
+	}
+	s.noteGangLocked(k) // its PodGroup's status counts pods its cache cannot see
+	return unrecorded
+}
+
+// GroupedInto is the PodGroup the grouper put pod in, "" if it did not
+// (or the pod names its PodGroup itself): the Binding writes it on the pod.
+func (s *State) GroupedInto(pod *corev1.Pod) string {
+	if _, named := gang.Of(pod); named {
+		return ""
+	}
+	if k, ok := s.books.groupedAs.Load(pod.UID); ok {
+		_, name := k.(gang.Key).Split()
+		return name
+	}
+	return ""
 }
 
 // Ungrouped records the grouper's ruling that pod is a gang of one, and
@@ -86,7 +174,7 @@ func (s *State) Ungrouped(pod *corev1.Pod) bool {
 	if e == nil {
 		return false
 	}
-	e.ungrouped = true
+	e.ruling = ruledAlone
 	if p, ok := s.waits.grouping[pod.UID]; ok {
 		delete(s.waits.grouping, pod.UID)
 		s.activateLocked(slices.Values([]*corev1.Pod{p}))

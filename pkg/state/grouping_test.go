@@ -167,3 +167,55 @@ func TestNativePodGroupIsAGang(t *testing.T) {
 		t.Errorf("its PodGroup gone: %v, want NoPodGroup", r)
 	}
 }
+
+// TestGroupedJoinsItsGang: a pod the grouper rules a member of its
+// workload's gang joins it in the state at once, with no label (GangOf);
+// when the gang's last member joins, its waiting members are woken; the
+// Binding is told which PodGroup to write; a pod gone leaves nothing.
+func TestGroupedJoinsItsGang(t *testing.T) {
+	s, _ := newTestState(func(st *Settings) { st.GroupedKinds = workload.NewKinds(workload.Job) })
+	s.OnPodGroup(podGroup("train", 2, nil))
+	pods := make([]*corev1.Pod, 2)
+	for i := range pods {
+		pods[i] = builder.MakePod("ns", fmt.Sprintf("train-%d", i)).ControlledBy("batch/v1", "Job", "train", "job-uid").GPU(1).Obj()
+		pods[i].UID = types.UID(pods[i].Name)
+		s.OnPod(pods[i])
+		if _, ok := refusal.As(s.AdmitGang(pods[i])); !ok {
+			t.Fatalf("pod %s not held for the grouper", pods[i].Name)
+		}
+	}
+	if got := s.AwaitingGroupingUnder("job-uid"); len(got) != 2 {
+		t.Fatalf("awaiting under the Job: %d pods, want 2", len(got))
+	}
+	s.Flush(&fake.Framework{})
+	k := gang.Key("ns/train")
+	if unrecorded := s.Grouped(pods, k); len(unrecorded) != 0 {
+		t.Fatalf("unrecorded %v", unrecorded)
+	}
+	fw := &fake.Framework{}
+	s.Flush(fw)
+	if diff := cmp.Diff([]string{"ns/train-0", "ns/train-1"}, fw.Activated()); diff != "" {
+		t.Errorf("woken (-want, +got):\n%s", diff)
+	}
+	for _, p := range pods {
+		if got, ok := s.GangOf(p); !ok || got != k {
+			t.Errorf("GangOf(%s) = %q, %v; want %q", p.Name, got, ok, k)
+		}
+		if s.AwaitsGrouping(p) {
+			t.Errorf("%s still awaits the grouper", p.Name)
+		}
+		if got := s.GroupedInto(p); got != "train" {
+			t.Errorf("GroupedInto(%s) = %q, want train", p.Name, got)
+		}
+	}
+	if st := s.AdmitGang(pods[0]); st != nil {
+		t.Errorf("a whole gang is held: %v", st)
+	}
+	if v, _ := s.GangStatus(k); len(s.GangPods(k)) != 2 || v.Group == nil {
+		t.Errorf("gang %+v has %d pods, want 2", v, len(s.GangPods(k)))
+	}
+	s.OnPodDeleted(pods[1])
+	if _, ok := s.GangOf(pods[1]); ok {
+		t.Error("a deleted pod keeps its gang")
+	}
+}

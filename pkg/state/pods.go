@@ -79,9 +79,8 @@ type podEntry struct {
 	// terminating: the placed pod is being deleted. It has left its gang
 	// and keeps its node and its charge until it is gone (terminating.go).
 	terminating bool
-	// ungrouped: the grouper ruled that the pod, which it could have
-	// grouped, is a gang of one (grouping.go).
-	ungrouped bool
+	// ruling is what the grouper ruled of a pod it may group (grouping.go).
+	ruling ruling
 }
 
 // placement is the queue a pod was placed in, and whether it was placed as
@@ -97,7 +96,7 @@ func (e *podEntry) placed() bool { return e.node != "" }
 
 // factsLocked derives a pod's facts; ownerLabels are its top-level owner's.
 func (s *State) factsLocked(pod *corev1.Pod, ownerLabels map[string]string) Facts {
-	k, _ := gang.Of(pod)
+	k, _ := s.GangOf(pod)
 	pgLabels := s.podGroupLabelsLocked(pod)
 	queue := s.queueOfLocked(pod)
 	f := Facts{
@@ -253,6 +252,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	s.books.remove(e)
 	s.waitForOwnerLocked(e, "")
 	s.waits.forget(e.Gang, uid)
+	s.books.groupedAs.Delete(uid)
 	s.forgetReportsLocked("Pod", e.pod.Namespace+"/"+e.pod.Name, "QueueKept", "PreemptibilityKept", "PodGroupsUnreadable", "OwnerUnseen")
 }
 

@@ -54,7 +54,7 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 	if !recorded {
 		return p, "it was deleted", false
 	}
-	p = Preemptor{Key: PreemptorKeyOf(pod), Gang: e.Gang, Queue: e.Queue, Priority: e.Priority, Pods: []*corev1.Pod{pod}, Missing: 1}
+	p = Preemptor{Key: s.PreemptorKeyOf(pod), Gang: e.Gang, Queue: e.Queue, Priority: e.Priority, Pods: []*corev1.Pod{pod}, Missing: 1}
 	if e.Denied != nil {
 		return p, e.Denied.String(), false // nothing of any queue is touched for it (SPEC §1.1)
 	}
@@ -110,7 +110,7 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 func (s *State) PreemptionUnderWay(pod *corev1.Pod) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.preemptions.underWay[PreemptorKeyOf(pod)] != nil
+	return s.preemptions.underWay[s.PreemptorKeyOf(pod)] != nil
 }
 
 // PlacedIn lists the placed pods of queues, possible victims of
@@ -264,9 +264,17 @@ func (s *State) expirePreemptionsLocked() {
 	}
 }
 
-// PreemptorKeyOf is the key a pod's claims are kept under (Preemptor.Key).
-func PreemptorKeyOf(pod *corev1.Pod) string {
-	if k, ok := gang.Of(pod); ok {
+// PreemptorKeyOf is the key a pod's claims are kept under (Preemptor.Key):
+// its gang's, or its own.
+func (s *State) PreemptorKeyOf(pod *corev1.Pod) string {
+	k, _ := s.GangOf(pod)
+	return PreemptorKeyFor(k, pod)
+}
+
+// PreemptorKeyFor is the key the claims of pod, of gang k ("" for none),
+// are kept under.
+func PreemptorKeyFor(k gang.Key, pod *corev1.Pod) string {
+	if k != "" {
 		return "gang " + string(k)
 	}
 	return "pod " + pod.Namespace + "/" + pod.Name

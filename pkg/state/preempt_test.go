@@ -208,8 +208,8 @@ func TestPreemptionUnderWay(t *testing.T) {
 // end the preemption at once.
 func TestPreemptionEndsWhenMembersPlaced(t *testing.T) {
 	s, _, victim, p := oneVictim(nil)
-	if key := s.preemptions.underWay[PreemptorKeyOf(p)]; key == nil {
-		t.Fatalf("no preemption recorded for %s", PreemptorKeyOf(p))
+	if key := s.preemptions.underWay[s.PreemptorKeyOf(p)]; key == nil {
+		t.Fatalf("no preemption recorded for %s", s.PreemptorKeyOf(p))
 	}
 	s.OnPodDeleted(victim)
 	if st := s.Reserve(p, "n"); !st.IsSuccess() {

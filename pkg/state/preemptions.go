@@ -57,9 +57,10 @@ type preemption struct {
 	gone time.Time
 }
 
-// of is the preemption under way for pod's preemptor, if any.
-func (p *preemptions) of(pod *corev1.Pod) *preemption {
-	return p.underWay[PreemptorKeyOf(pod)]
+// of is the preemption under way for the preemptor of key
+// (State.preemptorKeyOf), if any.
+func (p *preemptions) of(key string) *preemption {
+	return p.underWay[key]
 }
 
 // start records a preemption: its victims and the room kept for its members.

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/refusal"
 )
 
@@ -91,7 +90,7 @@ func (s *State) StillPlaced(pod *corev1.Pod) bool {
 // waits, for its PodGroup's spec.scheduleTimeoutSeconds when set (timeout,
 // else 0), and msg says why.
 func (s *State) Permit(pod *corev1.Pod) (wait bool, timeout time.Duration, allow []types.UID, msg string) {
-	k, ok := gang.Of(pod)
+	k, ok := s.GangOf(pod)
 	if !ok {
 		return false, 0, nil, ""
 	}

@@ -24,6 +24,12 @@ const (
 	// top-level owner), is the min of the gang Cardinal makes for it
 	// (SPEC §7).
 	MinMemberAnnotation = "cardinal.dev/min-member"
+	// PodGroupAnnotation is written on a pod Cardinal grouped into its
+	// workload's PodGroup, in the Binding that binds it (with the label
+	// scheduling.x-k8s.io/pod-group, which API servers before 1.35 do not
+	// take from a Binding): the gang a bound pod was placed in, after a
+	// restart too (SPEC §7).
+	PodGroupAnnotation = "cardinal.dev/pod-group"
 	// GroupedByAnnotation marks a PodGroup Cardinal made for a workload,
 	// "<Kind>/<name>" (and "/<group index>" for a LeaderWorkerSet's group):
 	// Cardinal keeps it and leaves every other PodGroup alone (SPEC §7).
