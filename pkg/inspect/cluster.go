@@ -31,10 +31,12 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/pkg/gang"
+	"cardinal.dev/cardinal/pkg/grouper"
 	"cardinal.dev/cardinal/pkg/refusal"
 	"cardinal.dev/cardinal/pkg/registry"
 	"cardinal.dev/cardinal/pkg/settings"
@@ -170,7 +172,15 @@ func Load(ctx context.Context, cfg *rest.Config, schedulerConfiguration []byte) 
 	if err := st.WaitForSync(ctx); err != nil {
 		return nil, fmt.Errorf("reading the cluster: %w", err)
 	}
-	c := &Cluster{State: st, Framework: fw, Settings: s, client: client, podGroups: podGroups.Lister(), pods: pods.Lister(), snapshot: snapshot}
+	// What the running scheduler's grouper decided lives in its memory:
+	// the workloads it grouped are found again from their PodGroups.
+	pgLister := podGroups.Lister()
+	if err := grouper.Replay(ctx, st, factory, cfg, func(ns, name string) (*schedv1alpha1.PodGroup, error) {
+		return pgLister.PodGroups(ns).Get(name)
+	}); err != nil {
+		return nil, fmt.Errorf("reading the workloads Cardinal groups: %w", err)
+	}
+	c := &Cluster{State: st, Framework: fw, Settings: s, client: client, podGroups: pgLister, pods: pods.Lister(), snapshot: snapshot}
 	if err := c.admitGangs(ctx); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/inspect"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -280,4 +281,26 @@ func TestKubernetesPodGroup(t *testing.T) {
 		got, err := env.kube.SchedulingV1beta1().PodGroups(ns).Get(ctx, "train", metav1.GetOptions{})
 		return err == nil && got.Annotations["cardinal.dev/scheduled"] == "3"
 	})
+}
+
+// TestWhyOfAGroupedPod: kubectl cardinal judges a waiting pod of a
+// workload Cardinal grouped as a member of its gang, though the pod names
+// no PodGroup (the grouper's ruling lives in the scheduler's memory until
+// the pod binds): here its gang is held by its queue's card quota.
+func TestWhyOfAGroupedPod(t *testing.T) {
+	ns := "why-grouped"
+	createQueue(t, builder.MakeQueue(ns).Card(h200, 0, 1).Obj())
+	createNamespaceInQueue(t, ns, ns)
+	createNodes(t, rowNode(ns, 0, 4))
+	startScheduler(t)
+	tmpl := gpuTemplate(ns, nil)
+	sts := createStatefulSet(t, ns, "db", 2, tmpl, nil, map[string]string{v1alpha1.MinMemberAnnotation: "2"}, nil)
+	createPods(t, podOf(ns, "db-0", tmpl, controlledBy(sts, "apps/v1", "StatefulSet"), map[string]string{"sts": "db"}),
+		podOf(ns, "db-1", tmpl, controlledBy(sts, "apps/v1", "StatefulSet"), map[string]string{"sts": "db"}))
+	waitMadePodGroup(t, ns, "db", madeFor("StatefulSet", sts, 2, "", ""))
+	waitWaitingReason(t, ns, "db", "is held")
+	a := why(t, "pod", ns, "db-0")
+	if want := "gang " + ns + "/db is held"; a.State != inspect.Waiting || !strings.Contains(a.Why, want) {
+		t.Errorf("why pod db-0: %s, %q; want Waiting, saying %q", a.State, a.Why, want)
+	}
 }
