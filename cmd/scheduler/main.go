@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -68,6 +69,9 @@ func main() {
 			return err
 		}
 		if err := keepOffKubernetesGangs(); err != nil {
+			return err
+		}
+		if err := keepsLeaderMetric(cmd, cfg); err != nil {
 			return err
 		}
 		// kube-scheduler has applied --feature-gates (PersistentPreRunE) and
@@ -131,6 +135,26 @@ func keepOffKubernetesGangs() error {
 	klog.Background().Info("Turning off kube-scheduler's own gang scheduling: Cardinal schedules pods of Kubernetes' PodGroups as gangs itself", "gates", slices.Sorted(maps.Keys(off)))
 	return fg.SetFromMap(off)
 }
+
+// keepsLeaderMetric refuses --disabled-metrics that names
+// leader_election_master_status while leader election is on: Cardinal's
+// controllers start on the replica that leads, which they tell from it, and
+// pods of the workloads Cardinal groups wait for one of them, the grouper.
+func keepsLeaderMetric(cmd *cobra.Command, cfg settings.Config) error {
+	f := cmd.Flags().Lookup("disabled-metrics")
+	if f == nil || !f.Changed || !cfg.LeaderElection.LeaderElect {
+		return nil
+	}
+	for _, m := range strings.Split(strings.Trim(f.Value.String(), "[]"), ",") {
+		if strings.TrimSpace(m) == leaderMetric {
+			return fmt.Errorf("--disabled-metrics names %s, which Cardinal's controllers read to start on the replica that leads (the grouper, whose rulings pods of grouped workloads wait for, among them): remove it from --disabled-metrics", leaderMetric)
+		}
+	}
+	return nil
+}
+
+// leaderMetric is the metric pkg/controllers reads to know this replica leads.
+const leaderMetric = "leader_election_master_status"
 
 // fitToServer refuses an API server older than Cardinal supports and turns
 // off the feature gates whose APIs it does not serve (pkg/compat).

@@ -85,10 +85,14 @@ func Start(ctx context.Context, st *state.State, le componentbaseconfig.LeaderEl
 		// that the grouper, which pods wait for, is never gone for good.
 		for backoff := restartAfter; ; backoff = min(2*backoff, maxRestartAfter) {
 			runCtx, cancel := context.WithCancel(ctx)
+			started := time.Now()
 			err := run(runCtx, st)
 			cancel()
 			if ctx.Err() != nil {
 				return
+			}
+			if time.Since(started) > maxRestartAfter {
+				backoff = restartAfter // it ran a while: a new failure, not the same one
 			}
 			logger.Error(err, "Cardinal's controllers stopped; starting them again", "after", backoff)
 			select {
@@ -196,7 +200,9 @@ func run(ctx context.Context, st *state.State) error {
 	}
 	statuses := &podgroupstatus.Reconciler{Client: mgr.GetClient(), SchedulerName: st.Settings().SchedulerName, State: st}
 	if st.ServesNativePodGroups() {
-		notes := make(chan event.TypedGenericEvent[*schedulingv1beta1.PodGroup])
+		// Buffered, so that a slow writer of one API's status does not
+		// hold the other's notes.
+		notes := make(chan event.TypedGenericEvent[*schedulingv1beta1.PodGroup], 256)
 		statuses.NativeNotes = notes
 		if err := (&podgroupstatus.NativeReconciler{Client: mgr.GetClient(), State: st, Notes: notes}).SetupWithManager(mgr); err != nil {
 			return err

@@ -2,6 +2,7 @@ package grouper
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,10 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +26,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -60,6 +65,7 @@ type Grouper struct {
 
 	client   client.Client
 	live     client.Reader
+	unseen   retries
 	recorder events.EventRecorder
 	reader   *reader
 	pods     corelisters.PodLister
@@ -109,6 +115,19 @@ func (g *Grouper) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 				f.Apps().V1().StatefulSets().Informer(), f.Apps().V1().Deployments().Informer(),
 			}, q)
 		})).
+		// A PodGroup the grouper made, deleted while its pods wait, is
+		// made again (mend): one of its pods is asked for.
+		Watches(&schedv1alpha1.PodGroup{}, handler.Funcs{
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				pg, ok := e.Object.(*schedv1alpha1.PodGroup)
+				if !ok || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
+					return
+				}
+				if p := g.State.GangMember(gang.KeyOf(pg)); p != nil {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+				}
+			},
+		}).
 		Complete(g)
 }
 
@@ -146,6 +165,9 @@ func (g *Grouper) group(ctx context.Context, pod *corev1.Pod) (reconcile.Result,
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
 	pods := g.siblings(pod)
 	chain, err := Walk(g.reader, pod)
+	if !errors.Is(err, ErrOwnerUnseen) {
+		g.unseen.forget(pod.UID)
+	}
 	var unreadable *Unreadable
 	switch {
 	case errors.As(err, &unreadable):
@@ -153,9 +175,10 @@ func (g *Grouper) group(ctx context.Context, pod *corev1.Pod) (reconcile.Result,
 		return g.ungroup(pod, pods)
 	case errors.Is(err, ErrOwnerUnseen):
 		// Most often an owner made a moment before the pod, not yet in
-		// the cache; an owner that never comes (the pod orphaned) is
-		// asked after less and less often.
-		after := min(max(retryUnseen, time.Since(pod.CreationTimestamp.Time)/4), maxRetryUnseen)
+		// the cache (or of a kind whose informer is still listing, just
+		// after a start); an owner that never comes (the pod orphaned)
+		// is asked after less and less often.
+		after := g.unseen.next(pod.UID)
 		logger.V(4).Info("An owner of the pod is not known yet; trying again", "err", err, "after", after)
 		return reconcile.Result{RequeueAfter: after}, nil
 	case err != nil:
@@ -172,7 +195,19 @@ func (g *Grouper) group(ctx context.Context, pod *corev1.Pod) (reconcile.Result,
 	// A LeaderWorkerSet's leader StatefulSet controls the leaders of
 	// every group: only those of this pod's group are in its gang.
 	pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return p.Labels[lwsGroupLabel] != plan.Unit.Group && plan.Unit.Group != "" })
+	if g.State.PlacedAloneUnder(pod) {
+		g.info(plan.Unit.Obj, ReasonStartedAlone, fmt.Sprintf(
+			"%s %s asks for a gang, but pods of it already run as pods of their own: its new pods run alone too, and its pods make a gang once none of them runs alone",
+			plan.Unit.Kind.Kind, plan.Unit.Obj.GetName()))
+		return g.ungroup(pod, pods)
+	}
 	made, err := g.ensure(ctx, pod, plan)
+	if permanent(err) {
+		msg := fmt.Sprintf("Cardinal could not make PodGroup %s for %s %s, and schedules its pods alone: %v", plan.Name, plan.Unit.Kind.Kind, plan.Unit.Obj.GetName(), err)
+		g.warn(plan.Unit.Obj, pod, ReasonPodGroupNotMade, msg)
+		g.warn(pod, nil, ReasonPodGroupNotMade, msg)
+		return g.ungroup(pod, pods)
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -193,11 +228,9 @@ func (g *Grouper) group(ctx context.Context, pod *corev1.Pod) (reconcile.Result,
 // ruling.
 func (g *Grouper) siblings(pod *corev1.Pod) []*corev1.Pod {
 	pods := []*corev1.Pod{pod}
-	if c := metav1.GetControllerOfNoCopy(pod); c != nil {
-		for _, p := range g.State.AwaitingGroupingUnder(c.UID) {
-			if p.UID != pod.UID {
-				pods = append(pods, p)
-			}
+	for _, p := range g.State.AwaitingGroupingUnder(pod) {
+		if p.UID != pod.UID {
+			pods = append(pods, p)
 		}
 	}
 	return pods
@@ -222,9 +255,27 @@ func (g *Grouper) ungroup(pod *corev1.Pod, pods []*corev1.Pod) (reconcile.Result
 // labelBound labels a pod, bound in the gang the grouper put it in, with
 // its PodGroup, as the Binding did not (API servers before 1.35): one
 // write per pod, after it is bound, where newer servers need none.
+//
+// Only for a gang the grouper made (a PodGroup of that name marked as
+// Cardinal's): the annotation is the pod's, and a tenant may write it.
 func (g *Grouper) labelBound(ctx context.Context, pod *corev1.Pod) error {
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, schedv1alpha1.PodGroupLabel, pod.Annotations[v1alpha1.PodGroupAnnotation])
-	return client.IgnoreNotFound(g.client.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, patch)))
+	name := pod.Annotations[v1alpha1.PodGroupAnnotation]
+	if len(validation.IsValidLabelValue(name)) > 0 {
+		return nil
+	}
+	pg := &schedv1alpha1.PodGroup{}
+	if err := g.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, pg); err != nil || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
+		return client.IgnoreNotFound(err)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{schedv1alpha1.PodGroupLabel: name}}})
+	if err != nil {
+		return err
+	}
+	err = g.client.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		return nil // gone, or refused for good: asked again on its next change
+	}
+	return err
 }
 
 // ensure makes or mends the PodGroup plan asks for; false when a PodGroup
@@ -278,10 +329,17 @@ func (g *Grouper) ensure(ctx context.Context, pod *corev1.Pod, plan *Plan) (bool
 // changed. A PodGroup someone else made is left alone.
 func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) error {
 	have := &schedv1alpha1.PodGroup{}
-	if err := g.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, have); err != nil {
-		return client.IgnoreNotFound(err)
+	if err := g.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, have); apierrors.IsNotFound(err) {
+		// Deleted while pods the grouper put in its gang wait for it:
+		// made again, if its workload still asks for it.
+		if !g.State.GroupedAndWaiting(pod) {
+			return nil
+		}
+		have = nil
+	} else if err != nil {
+		return err
 	}
-	if have.Annotations[v1alpha1.GroupedByAnnotation] == "" {
+	if have != nil && have.Annotations[v1alpha1.GroupedByAnnotation] == "" {
 		return nil
 	}
 	chain, err := Walk(g.reader, pod)
@@ -291,6 +349,11 @@ func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) error 
 	plan, _ := PlanFor(chain, g.Kinds, g.reader.jobsOf)
 	if plan == nil || plan.Name != name {
 		return nil
+	}
+	if have == nil {
+		klog.FromContext(ctx).V(2).Info("Making again a PodGroup deleted while its pods wait", "podGroup", klog.KRef(pod.Namespace, name))
+		_, err := g.ensure(ctx, pod, plan)
+		return err
 	}
 	want := PodGroupFor(plan, pod.Namespace)
 	if Decide(have, want, g.ownerLives(pod.Namespace)) != Update {
@@ -311,6 +374,19 @@ func (g *Grouper) ownerLives(namespace string) func(metav1.OwnerReference) bool 
 		obj, err := g.reader.Get(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, namespace, ref.Name)
 		return err == nil && obj.GetUID() == ref.UID
 	}
+}
+
+// info records a normal event on obj.
+func (g *Grouper) info(obj runtime.Object, reason, msg string) {
+	g.recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "Grouping", "%s", msg)
+}
+
+// permanent tells whether making a PodGroup failed for a reason trying
+// again will not mend: the RBAC to make it, its CRD, a ResourceQuota, an
+// admission policy refusing it.
+func permanent(err error) bool {
+	return err != nil && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsMethodNotSupported(err) || meta.IsNoMatchError(err) || apierrors.IsNotFound(err))
 }
 
 // warn records a warning event on obj (a workload, or a pod), with

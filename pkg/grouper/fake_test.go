@@ -96,6 +96,19 @@ func (w wl) labelled(k, v string) wl {
 	return w
 }
 
+// templateLabelled labels w's pod template (spec.template).
+func (w wl) templateLabelled(k, v string) wl {
+	tmpl, _, _ := unstructured.NestedMap(w.u.Object, "spec", "template")
+	labels, _, _ := unstructured.NestedStringMap(tmpl, "metadata", "labels")
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[k] = v
+	_ = unstructured.SetNestedStringMap(tmpl, labels, "metadata", "labels")
+	_ = unstructured.SetNestedMap(w.u.Object, tmpl, "spec", "template")
+	return w
+}
+
 func (w wl) status(s map[string]any) wl {
 	w.u.Object["status"] = s
 	return w

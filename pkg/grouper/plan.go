@@ -65,8 +65,9 @@ type Plan struct {
 	Min, Max int32
 	// MinResources is what the gang's min asks for at least (resources.go).
 	MinResources corev1.ResourceList
-	// Labels are the queue and preemptibility labels the PodGroup carries;
-	// CardRequest its card-request annotation ("" for none).
+	// Labels are the queue and preemptibility labels the PodGroup carries,
+	// and CardRequest its card-request annotation ("" for none): the
+	// top-level owner's, else the workload's, else its pod templates'.
 	Labels      map[string]string
 	CardRequest string
 	// MinFrom says where Min comes from, for the log.
@@ -97,6 +98,12 @@ const (
 	ReasonMinMemberAboveSize   = "MinMemberAboveSize"
 	ReasonPodGroupNameConflict = "PodGroupNameConflict"
 	ReasonOwnerUnreadable      = "OwnerUnreadable"
+	// ReasonPodGroupNotMade: the grouper could not make a workload's
+	// PodGroup (RBAC, its CRD, a quota); its pods run alone.
+	ReasonPodGroupNotMade = "PodGroupNotMade"
+	// ReasonStartedAlone: a workload annotated after its pods started
+	// alone; its new pods run alone too (normal event).
+	ReasonStartedAlone = "StartedAlone"
 )
 
 // PlanFor decides a pod's gang by SPEC §7's rules, first match wins, from
@@ -159,16 +166,24 @@ func PlanFor(c Chain, kinds workload.Kinds, jobsOf children) (*Plan, []Problem) 
 		MinResources: minResources(s.templates, gangMin),
 		Labels:       map[string]string{},
 	}
+	// From the workload, then its pod templates in a fixed order: never
+	// from the pod at hand, whose template may differ from its siblings'
+	// (a PyTorchJob's master and workers), so that every pod of the gang
+	// plans the same PodGroup.
 	sources := []map[string]string{}
 	annotations := []map[string]string{}
-	for _, o := range []*unstructured.Unstructured{topObj(c), u.Obj, ctrlObj(c)} {
+	for _, o := range []*unstructured.Unstructured{topObj(c), u.Obj} {
 		if o != nil {
 			sources = append(sources, o.GetLabels())
 			annotations = append(annotations, o.GetAnnotations())
 		}
 	}
-	sources = append(sources, c.Pod.Labels)
-	annotations = append(annotations, c.Pod.Annotations)
+	for _, t := range s.templates {
+		l, _, _ := unstructured.NestedStringMap(t.spec, "metadata", "labels")
+		a, _, _ := unstructured.NestedStringMap(t.spec, "metadata", "annotations")
+		sources = append(sources, l)
+		annotations = append(annotations, a)
+	}
 	for _, key := range []string{v1alpha1.QueueLabel, v1alpha1.PreemptibilityLabel} {
 		for _, l := range sources {
 			if v, ok := l[key]; ok {
@@ -206,13 +221,6 @@ func annotated(c Chain) []Link {
 
 func topObj(c Chain) *unstructured.Unstructured {
 	if t := c.Top(); t != nil {
-		return t.Obj
-	}
-	return nil
-}
-
-func ctrlObj(c Chain) *unstructured.Unstructured {
-	if t := c.Controller(); t != nil {
 		return t.Obj
 	}
 	return nil

@@ -221,11 +221,12 @@ func TestPlanFor(t *testing.T) {
 			objs: []wl{rayJob, submitter}, pod: func() *corev1.Pod { return podOf(submitter, "batch-submit") },
 		},
 		{
-			name: "queue and preemptibility from the top-level owner, then the pod",
-			objs: []wl{job("train", 2, 0).annotated(minAnn, "2").labelled(v1alpha1.QueueLabel, "team-a")},
+			name: "queue and preemptibility from the top-level owner, then the pod template, never the pod",
+			objs: []wl{job("train", 2, 0).annotated(minAnn, "2").labelled(v1alpha1.QueueLabel, "team-a").
+				templateLabelled(v1alpha1.PreemptibilityLabel, "non-preemptible").templateLabelled(v1alpha1.QueueLabel, "other")},
 			pod: func() *corev1.Pod {
 				p := podOf(job("train", 2, 0), "train-a")
-				p.Labels = map[string]string{v1alpha1.PreemptibilityLabel: "non-preemptible", v1alpha1.QueueLabel: "other"}
+				p.Labels = map[string]string{v1alpha1.PreemptibilityLabel: "preemptible"}
 				return p
 			},
 			want: &want{name: "train", min: 2, max: 2, minResourcesGPUs: 2,

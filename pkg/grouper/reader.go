@@ -278,6 +278,12 @@ func (r *reader) discover(ctx context.Context) {
 			}
 		} else {
 			next.informer = r.dynamic.ForResource(m.Resource)
+			// Only what the grouper reads is kept: a tenant's thousands of
+			// large objects cost their metadata and spec, not their status,
+			// managed fields or last-applied copies.
+			if err := next.informer.Informer().SetTransform(trim); err != nil {
+				logger.Error(err, "Trimming a workload kind's cached objects", "kind", gk.String())
+			}
 			if _, err := next.informer.Informer().AddEventHandler(r.changeHandler()); err != nil {
 				logger.Error(err, "Watching a workload kind", "kind", gk.String())
 				continue
@@ -321,3 +327,23 @@ func (r *reader) changeHandler() cache.ResourceEventHandler {
 	}
 	return cache.ResourceEventHandlerFuncs{AddFunc: pass, UpdateFunc: func(_, obj any) { pass(obj) }}
 }
+
+// trim drops what the grouper never reads from a cached custom workload.
+func trim(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	unstructured.RemoveNestedField(u.Object, "status")
+	if a := u.GetAnnotations(); a != nil {
+		if _, ok := a[lastApplied]; ok {
+			delete(a, lastApplied)
+			u.SetAnnotations(a)
+		}
+	}
+	return u, nil
+}
+
+// lastApplied is kubectl apply's copy of the object, as large as it.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"

@@ -55,6 +55,14 @@ func (g *Grouper) watch(ctx context.Context, pods cacheInformer, workloads []cac
 	if err := handleUntil(ctx, pods, cache.ResourceEventHandlerFuncs{
 		AddFunc:    podChanged,
 		UpdateFunc: func(_, obj any) { podChanged(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				g.unseen.forget(p.UID)
+			}
+		},
 	}); err != nil {
 		return err
 	}

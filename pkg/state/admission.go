@@ -168,12 +168,10 @@ const splitHolder = "gang"
 func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 	k, ok := s.GangOf(pod)
 	if !ok {
-		if len(s.settings.GroupedKinds) == 0 {
-			return nil
+		if st, inGang := s.admitUngangedPod(pod); !inGang {
+			return st
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.awaitGroupingLocked(pod)
+		k, _ = s.GangOf(pod) // put in its gang by the grouper meanwhile
 	}
 	if !s.Synced() {
 		return s.Defer(pod)
@@ -181,7 +179,6 @@ func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ensurePodLocked(pod)
-	delete(s.waits.grouping, pod.UID) // labelled into its gang by the grouper, if it waited for it
 	g := s.books.gangs[k]
 	if g == nil || g.group == nil {
 		st := s.gangIncompleteLocked(g, k)

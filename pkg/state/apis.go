@@ -58,6 +58,9 @@ func (s *State) watchMissing(ctx context.Context, api string, inf cache.SharedIn
 		}
 		s.wiring.missing[api] = why
 		s.wiring.noCRD[api] = apierrors.IsNotFound(err)
+		if api == podGroupsAPI {
+			s.releaseGroupingLocked()
+		}
 	})
 }
 

@@ -1,10 +1,12 @@
 package state
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -24,20 +26,47 @@ import (
 // the gang becomes whole; a pod ruled a gang of one is woken here, through
 // the outbox, never from inside the scheduling queue's call.
 
+// admitUngangedPod is AdmitGang for a pod that names no gang: it holds
+// one the grouper may group and has not ruled on (nil, false when the pod
+// need not wait). A pod of a kind not grouped takes only the read lock.
+// inGang is true when the grouper has put the pod in its gang meanwhile:
+// the caller admits it as a gang's pod.
+func (s *State) admitUngangedPod(pod *corev1.Pod) (st *fwk.Status, inGang bool) {
+	if !s.settings.GroupedKinds.Groupable(pod, s.settings.SchedulerName) {
+		// Let into the queue alone: if its controller later becomes one the
+		// grouper groups (an adoption), it stays alone.
+		s.mu.RLock()
+		if e := s.books.pods[pod.UID]; e != nil {
+			e.queuedAlone.Store(true)
+		}
+		s.mu.RUnlock()
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.GangOf(pod); ok {
+		return nil, true
+	}
+	return s.awaitGroupingLocked(pod), false
+}
+
 // awaitGroupingLocked holds a pending pod that the grouper may group and
 // has not ruled on, filed to be woken when it does; nil when the pod need
-// not wait.
+// not wait, and then it never will: it is in the scheduling queue alone.
 func (s *State) awaitGroupingLocked(pod *corev1.Pod) *fwk.Status {
-	if !s.settings.GroupedKinds.Groupable(pod, s.settings.SchedulerName) || s.wiring.missing[podGroupsAPI] != "" || s.settings.ReadOnly {
+	e, recorded := s.ensurePodLocked(pod)
+	if !recorded || e.ruling != unruled {
+		return nil
+	}
+	if s.wiring.missing[podGroupsAPI] != "" || s.settings.ReadOnly {
 		// Without PodGroups (their CRD not installed, or no right to read
 		// them) no workload can be grouped: its pods are scheduled as
 		// before, as every pod that needs no PodGroup is (SPEC §6). A
-		// tool's copy of the state knows no ruling the scheduler made: it
-		// judges the pod as the scheduler does once ruled.
-		return nil
-	}
-	e, recorded := s.ensurePodLocked(pod)
-	if !recorded || e.ruling == ruledAlone {
+		// tool's copy of the state knows no ruling the scheduler made
+		// beyond what grouper.Replay finds: it judges the pod alone.
+		if !s.settings.ReadOnly {
+			e.ruling = ruledAlone
+		}
 		return nil
 	}
 	if unseen := s.ownerUnseenLocked(pod); unseen != "" {
@@ -51,6 +80,17 @@ func (s *State) awaitGroupingLocked(pod *corev1.Pod) *fwk.Status {
 	}
 	s.waits.grouping[pod.UID] = pod
 	return refusal.Status(fwk.UnschedulableAndUnresolvable, awaitingGroup(pod))
+}
+
+// releaseGroupingLocked lets go the pods held for the grouper, once
+// PodGroups cannot be read: they are scheduled alone (SPEC §6).
+func (s *State) releaseGroupingLocked() {
+	if len(s.waits.grouping) == 0 {
+		return
+	}
+	pods := s.waits.grouping
+	s.waits.grouping = map[types.UID]*corev1.Pod{}
+	s.activateLocked(maps.Values(pods))
 }
 
 // ruling is what the grouper ruled of a pod it may group.
@@ -88,23 +128,51 @@ func (s *State) AwaitsGrouping(pod *corev1.Pod) bool {
 		return false
 	}
 	e := s.books.pods[pod.UID]
-	return e == nil || (e.ruling == unruled && !e.placed())
+	return e == nil || e.awaitsGrouping()
 }
 
-// AwaitingGroupingUnder are the pods controller controls that the grouper
+// awaitsGrouping: the grouper may still rule on the pod. A pod placed, or
+// let into the scheduling queue alone, is never moved into a gang: its
+// place in the queue's order, and the cycle it may be in, are a pod's.
+func (e *podEntry) awaitsGrouping() bool {
+	return e.ruling == unruled && !e.placed() && !e.queuedAlone.Load()
+}
+
+// AwaitingGroupingUnder are the pods of pod's controller that the grouper
 // has yet to rule on: it rules on a workload's pods together, so that a
-// gang becomes whole at once rather than pod by pod (one of them is the
-// pod it was asked about).
-func (s *State) AwaitingGroupingUnder(controller types.UID) []*corev1.Pod {
+// gang becomes whole at once rather than pod by pod.
+//
+// Only pods of the same namespace whose controller reference is the same
+// (group, kind, name and UID) are its siblings: controller UIDs are not
+// secret, and a pod in another namespace that names one must not be swept
+// into another team's gang.
+func (s *State) AwaitingGroupingUnder(pod *corev1.Pod) []*corev1.Pod {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return nil
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []*corev1.Pod
-	for _, e := range s.books.podsByController[controller] {
-		if e.ruling == unruled && !e.placed() && e.Gang == "" && s.settings.GroupedKinds.Groupable(e.pod, s.settings.SchedulerName) {
+	for _, e := range s.books.podsByController[ref.UID] {
+		if e.awaitsGrouping() && e.Gang == "" && e.pod.Namespace == pod.Namespace && sameController(e.pod, ref) &&
+			s.settings.GroupedKinds.Groupable(e.pod, s.settings.SchedulerName) {
 			out = append(out, e.pod)
 		}
 	}
 	return out
+}
+
+// sameController tells whether pod's controller is ref, group, kind and
+// name included.
+func sameController(pod *corev1.Pod, ref *metav1.OwnerReference) bool {
+	c := metav1.GetControllerOfNoCopy(pod)
+	if c == nil || c.UID != ref.UID || c.Kind != ref.Kind || c.Name != ref.Name {
+		return false
+	}
+	g1, _ := schema.ParseGroupVersion(c.APIVersion)
+	g2, _ := schema.ParseGroupVersion(ref.APIVersion)
+	return g1.Group == g2.Group
 }
 
 // GangOf is pod's gang: the one it names (gang.Of), or the one the
@@ -127,24 +195,40 @@ func (s *State) GangOf(pod *corev1.Pod) (gang.Key, bool) {
 // pods name their PodGroup. It returns the pods the state has not
 // recorded yet: the grouper rules on them again later.
 func (s *State) Grouped(pods []*corev1.Pod, k gang.Key) (unrecorded []*corev1.Pod) {
+	ns, _ := k.Split()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A gang made whole by these pods wakes its pods itself
+	// (refreshGangLocked); one whole already is woken for them here.
+	wasAdmissible := false
+	if g := s.books.gangs[k]; g != nil {
+		wasAdmissible = g.admissible
+	}
+	var joined []*corev1.Pod
 	for _, pod := range pods {
 		e := s.books.pods[pod.UID]
-		if e == nil {
+		switch {
+		case e == nil:
 			unrecorded = append(unrecorded, pod)
 			continue
-		}
-		if e.ruling != unruled || e.placed() {
+		case !e.awaitsGrouping() || pod.Namespace != ns:
 			continue
 		}
 		e.ruling = ruledGrouped
 		s.books.groupedAs.Store(pod.UID, k)
-		delete(s.waits.grouping, pod.UID)
 		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+		if _, held := s.waits.grouping[pod.UID]; held {
+			delete(s.waits.grouping, pod.UID)
+			joined = append(joined, e.pod)
+		}
 	}
-	if g := s.books.gangs[k]; g != nil {
-		s.refreshGangLocked(g)
+	g := s.books.gangs[k]
+	if g == nil {
+		return unrecorded
+	}
+	s.refreshGangLocked(g)
+	if wasAdmissible && g.admissible {
+		s.activateLocked(slices.Values(joined))
 	}
 	s.noteGangLocked(k) // its PodGroup's status counts pods its cache cannot see
 	return unrecorded
@@ -173,6 +257,9 @@ func (s *State) Ungrouped(pod *corev1.Pod) bool {
 	e := s.books.pods[pod.UID]
 	if e == nil {
 		return false
+	}
+	if e.ruling != unruled {
+		return true // ruled already (by a sibling's reconcile)
 	}
 	e.ruling = ruledAlone
 	if p, ok := s.waits.grouping[pod.UID]; ok {
@@ -218,4 +305,32 @@ func (s *State) PodGroupsUnreadable() bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.wiring.missing[podGroupsAPI] != ""
+}
+
+// PlacedAloneUnder tells whether a pod of pod's controller is placed as a
+// pod of its own: its workload was started without a gang (annotated
+// since), and a new pod of it must not make a gang the placed ones are not
+// in, whose min it could never reach alone.
+func (s *State) PlacedAloneUnder(pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, e := range s.books.podsByController[ref.UID] {
+		if e.placed() && e.Gang == "" && e.pod.Namespace == pod.Namespace && sameController(e.pod, ref) {
+			return true
+		}
+	}
+	return false
+}
+
+// GroupedAndWaiting tells whether the grouper put pod in a gang and it has
+// not been placed: its gang's PodGroup, if deleted, is made again for it.
+func (s *State) GroupedAndWaiting(pod *corev1.Pod) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.books.pods[pod.UID]
+	return e != nil && e.ruling == ruledGrouped && !e.placed()
 }

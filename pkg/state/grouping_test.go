@@ -184,7 +184,7 @@ func TestGroupedJoinsItsGang(t *testing.T) {
 			t.Fatalf("pod %s not held for the grouper", pods[i].Name)
 		}
 	}
-	if got := s.AwaitingGroupingUnder("job-uid"); len(got) != 2 {
+	if got := s.AwaitingGroupingUnder(pods[0]); len(got) != 2 {
 		t.Fatalf("awaiting under the Job: %d pods, want 2", len(got))
 	}
 	s.Flush(&fake.Framework{})
@@ -217,5 +217,75 @@ func TestGroupedJoinsItsGang(t *testing.T) {
 	s.OnPodDeleted(pods[1])
 	if _, ok := s.GangOf(pods[1]); ok {
 		t.Error("a deleted pod keeps its gang")
+	}
+}
+
+// TestGroupedLateJoinerIsWoken: a pod put in a gang that is whole already
+// (a pod beyond its min, one made anew) is woken: no pod arrival or label
+// change would wake it.
+func TestGroupedLateJoinerIsWoken(t *testing.T) {
+	s, _ := newTestState(func(st *Settings) { st.GroupedKinds = workload.NewKinds(workload.Job) })
+	s.OnPodGroup(podGroup("train", 1, nil))
+	k := gang.Key("ns/train")
+	first := builder.MakePod("ns", "train-0").ControlledBy("batch/v1", "Job", "train", "job-uid").GPU(1).Obj()
+	first.UID = "train-0"
+	s.OnPod(first)
+	s.AdmitGang(first)
+	s.Grouped([]*corev1.Pod{first}, k)
+	s.Flush(&fake.Framework{})
+	late := builder.MakePod("ns", "train-1").ControlledBy("batch/v1", "Job", "train", "job-uid").GPU(1).Obj()
+	late.UID = "train-1"
+	s.OnPod(late)
+	if _, ok := refusal.As(s.AdmitGang(late)); !ok {
+		t.Fatal("the late pod is not held for the grouper")
+	}
+	s.Flush(&fake.Framework{})
+	s.Grouped([]*corev1.Pod{late}, k)
+	fw := &fake.Framework{}
+	s.Flush(fw)
+	if diff := cmp.Diff([]string{"ns/train-1"}, fw.Activated()); diff != "" {
+		t.Errorf("woken (-want, +got):\n%s", diff)
+	}
+}
+
+// TestNeverMovedIntoAGangOnceQueued: a pod let into the scheduling queue
+// alone (its controller of a kind not grouped then, as a bare pod later
+// adopted), or let through while PodGroups could not be read, is not put
+// in a gang afterwards; and a pod of another namespace naming the same
+// controller UID is no sibling.
+func TestNeverMovedIntoAGangOnceQueued(t *testing.T) {
+	s, _ := newTestState(func(st *Settings) { st.GroupedKinds = workload.NewKinds(workload.Job) })
+	adopted := builder.MakePod("ns", "adopted").Obj()
+	adopted.UID = "adopted"
+	s.OnPod(adopted)
+	if st := s.AdmitGang(adopted); st != nil {
+		t.Fatalf("a bare pod was held: %v", st)
+	}
+	adopted = adopted.DeepCopy()
+	adopted.OwnerReferences = builder.MakePod("", "").ControlledBy("batch/v1", "Job", "train", "job-uid").Obj().OwnerReferences
+	s.OnPod(adopted)
+	if s.AwaitsGrouping(adopted) {
+		t.Error("a pod already in the scheduling queue awaits the grouper after an adoption")
+	}
+	held := builder.MakePod("ns", "held").ControlledBy("batch/v1", "Job", "train", "job-uid").Obj()
+	held.UID = "held"
+	s.OnPod(held)
+	s.AdmitGang(held)
+	stranger := builder.MakePod("other", "stranger").ControlledBy("batch/v1", "Job", "x", "job-uid").Obj()
+	stranger.UID = "stranger"
+	s.OnPod(stranger)
+	s.AdmitGang(stranger)
+	if got := s.AwaitingGroupingUnder(held); len(got) != 1 || got[0].UID != "held" {
+		t.Errorf("siblings of held: %v, want only itself", got)
+	}
+	s.Grouped([]*corev1.Pod{held, stranger, adopted}, gang.Key("ns/train"))
+	if _, ok := s.GangOf(stranger); ok {
+		t.Error("a pod of another namespace was put in the gang")
+	}
+	if _, ok := s.GangOf(adopted); ok {
+		t.Error("a pod already queued alone was put in the gang")
+	}
+	if _, ok := s.GangOf(held); !ok {
+		t.Error("the held pod was not put in its gang")
 	}
 }

@@ -2,9 +2,11 @@ package state
 
 import (
 	"context"
+	"time"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -61,11 +63,21 @@ func servesNativePodGroups(ctx context.Context, d discovery.DiscoveryInterface) 
 	return false
 }
 
+// nativeLookEvery is how often the state looks again whether the API
+// server serves Kubernetes' PodGroups, while it does not.
+const nativeLookEvery = time.Minute
+
 // nativeHandler is the informer and handler of Kubernetes' PodGroups, when
-// the API server serves them; none otherwise.
+// the API server serves them; none otherwise, and the state looks again
+// every nativeLookEvery (the beta API enabled later, or discovery failing
+// at the start), reading them from when it does.
 func (s *State) nativeHandler(ctx context.Context, kube informers.SharedInformerFactory, d discovery.DiscoveryInterface) []handlerOf {
-	if d == nil || !servesNativePodGroups(ctx, d) {
-		klog.FromContext(ctx).V(2).Info("The API server does not serve Kubernetes' PodGroups (scheduling.k8s.io/v1beta1): gangs are scheduler-plugins PodGroups only")
+	if d == nil {
+		return nil
+	}
+	if !servesNativePodGroups(ctx, d) {
+		klog.FromContext(ctx).V(2).Info("The API server does not serve Kubernetes' PodGroups (scheduling.k8s.io/v1beta1): gangs are scheduler-plugins PodGroups only, until it does")
+		go s.lookForNative(ctx, kube, d)
 		return nil
 	}
 	klog.FromContext(ctx).Info("Reading Kubernetes' PodGroups (scheduling.k8s.io/v1beta1) as gangs")
@@ -88,3 +100,23 @@ type handlerOf struct {
 // ServesNativePodGroups tells whether the state reads Kubernetes' own
 // PodGroups: the API server served them when the state was attached.
 func (s *State) ServesNativePodGroups() bool { return s.wiring.native.Load() }
+
+// lookForNative waits until the API server serves Kubernetes' PodGroups,
+// then feeds the state from them: their informer, from the scheduler's
+// factory, started here (kube-scheduler started the others).
+func (s *State) lookForNative(ctx context.Context, kube informers.SharedInformerFactory, d discovery.DiscoveryInterface) {
+	err := wait.PollUntilContextCancel(ctx, nativeLookEvery, false, func(ctx context.Context) (bool, error) {
+		return servesNativePodGroups(ctx, d), nil
+	})
+	if err != nil {
+		return
+	}
+	klog.FromContext(ctx).Info("Reading Kubernetes' PodGroups (scheduling.k8s.io/v1beta1) as gangs, now that the API server serves them")
+	inf := kube.Scheduling().V1beta1().PodGroups().Informer()
+	if _, err := inf.AddEventHandler(eventhandler.For(nil, s.OnNativePodGroup, s.OnNativePodGroupGone)); err != nil {
+		klog.FromContext(ctx).Error(err, "Reading Kubernetes' PodGroups")
+		return
+	}
+	s.wiring.native.Store(true)
+	kube.Start(ctx.Done())
+}

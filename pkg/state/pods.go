@@ -81,6 +81,10 @@ type podEntry struct {
 	terminating bool
 	// ruling is what the grouper ruled of a pod it may group (grouping.go).
 	ruling ruling
+	// queuedAlone: the pod passed PreEnqueue as a pod of its own, unruled
+	// (of a kind not grouped then): it is never moved into a gang while it
+	// may be in the scheduling queue (grouping.go). Set under the read lock.
+	queuedAlone atomic.Bool
 }
 
 // placement is the queue a pod was placed in, and whether it was placed as
