@@ -14,9 +14,9 @@ import (
 )
 
 // HelmTemplate renders the chart at dir with values over its defaults, as
-// `helm template --include-crds` does: its CRDs first, then its templates'
-// objects, file by file. It uses Helm's own chart loader and engine; no
-// helm binary is needed.
+// `helm template` does: its templates' objects, file by file (a chart's
+// CRDs among them: charts/cardinal renders its CRDs as templates). It uses
+// Helm's own chart loader and engine; no helm binary is needed.
 func HelmTemplate(dir, release string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	ch, err := loader.Load(dir)
 	if err != nil {
@@ -36,13 +36,6 @@ func HelmTemplate(dir, release string, values map[string]any) ([]*unstructured.U
 		return nil, fmt.Errorf("rendering the chart %s: %w", dir, err)
 	}
 	var objs []*unstructured.Unstructured
-	for _, crd := range ch.CRDObjects() {
-		more, err := decodeManifests(crd.Filename, crd.File.Data)
-		if err != nil {
-			return nil, err
-		}
-		objs = append(objs, more...)
-	}
 	for _, name := range slices.Sorted(maps.Keys(out)) {
 		if !strings.HasSuffix(name, ".yaml") || strings.HasPrefix(path.Base(name), "_") {
 			continue // NOTES.txt, helpers

@@ -187,6 +187,20 @@ preemption: {preemptibleBelowPriority: 50}
 				}
 			}
 		}},
+		{name: "no CRDs", values: "installCRDs: false\n", check: func(t *testing.T, objs []*unstructured.Unstructured, _ settings.Config) {
+			for _, o := range objs {
+				if o.GetKind() == "CustomResourceDefinition" {
+					t.Errorf("CRD %s is rendered", o.GetName())
+				}
+			}
+		}},
+		{name: "one replica, no PodDisruptionBudget that would keep a drain from evicting it", values: "replicas: 1\n", check: func(t *testing.T, objs []*unstructured.Unstructured, _ settings.Config) {
+			for _, o := range objs {
+				if o.GetKind() == "PodDisruptionBudget" {
+					t.Error("a PodDisruptionBudget keeping 1 of 1 replica is rendered")
+				}
+			}
+		}},
 		{name: "queues", values: `
 queues:
 - name: team-a

@@ -11,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -303,4 +304,83 @@ func TestWhyOfAGroupedPod(t *testing.T) {
 	if want := "gang " + ns + "/db is held"; a.State != inspect.Waiting || !strings.Contains(a.Why, want) {
 		t.Errorf("why pod db-0: %s, %q; want Waiting, saying %q", a.State, a.Why, want)
 	}
+}
+
+// TestGroupingWhenThingsChange: a PodGroup the grouper made and someone
+// deleted while its pods wait is made again and the gang binds; one it
+// may not make (a ResourceQuota on PodGroups) gets PodGroupNotMade and the
+// pods run alone; a workload annotated after its pods started alone keeps
+// its new pods alone (StartedAlone) rather than make a gang they could
+// never complete.
+func TestGroupingWhenThingsChange(t *testing.T) {
+	ctx := context.Background()
+	startScheduler(t)
+	ann := func(n string) map[string]string { return map[string]string{v1alpha1.MinMemberAnnotation: n} }
+
+	t.Run("a deleted PodGroup is made again", func(t *testing.T) {
+		ns := createGPUNamespace(t, "pg-deleted")
+		createNodes(t, rowNode(ns, 0, 2))
+		job := createJob(t, ns, "again", 3, 0, gpuTemplate(ns, nil), nil, ann("3"), nil)
+		waitMadePodGroup(t, ns, "again", madeFor("Job", job, 3, "", ""))
+		holdBound(t, ns, 0) // 2 of 3 fit
+		old, err := podGroups().SchedulingV1alpha1().PodGroups(ns).Get(ctx, "again", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := podGroups().SchedulingV1alpha1().PodGroups(ns).Delete(ctx, "again", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitMadePodGroup(t, ns, "again", func(pg *schedv1alpha1.PodGroup) error {
+			if pg.UID == old.UID {
+				return fmt.Errorf("not deleted yet")
+			}
+			return madeFor("Job", job, 3, "", "")(pg)
+		})
+		createNodes(t, rowNode(ns, 1, 1))
+		waitBound(t, ns, gangsBound(map[string]int{"again": 3}))
+	})
+
+	t.Run("PodGroupNotMade", func(t *testing.T) {
+		ns := createGPUNamespace(t, "pg-quota")
+		createNodes(t, rowNode(ns, 0, 2))
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-podgroups"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/podgroups.scheduling.x-k8s.io": resource.MustParse("0")}}}
+		made, err := env.kube.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What kube-controller-manager's quota controller would count (it
+		// does not run here): none used, none allowed.
+		made.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/podgroups.scheduling.x-k8s.io": resource.MustParse("0")}}
+		if _, err := env.kube.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, made, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		createJob(t, ns, "capped", 2, 0, gpuTemplate(ns, nil), nil, ann("2"), nil)
+		waitWorkloadEvent(t, ns, "Job", "capped", "PodGroupNotMade", "Cardinal could not make PodGroup capped")
+		waitBound(t, ns, boundCount(2))
+		noPodGroup(t, ns, "capped")
+	})
+
+	t.Run("annotated after its pods started alone", func(t *testing.T) {
+		ns := createGPUNamespace(t, "started-alone")
+		createNodes(t, rowNode(ns, 0, 3))
+		tmpl := gpuTemplate(ns, nil)
+		sts := createStatefulSet(t, ns, "db", 3, tmpl, nil, nil, nil)
+		pod := func(i int) *corev1.Pod {
+			return podOf(ns, fmt.Sprintf("db-%d", i), tmpl, controlledBy(sts, "apps/v1", "StatefulSet"), map[string]string{"sts": "db"})
+		}
+		createPods(t, pod(0), pod(1))
+		waitBound(t, ns, podsNamed("db-0", "db-1"))
+		patch := []byte(`{"metadata":{"annotations":{"cardinal.dev/min-member":"3"}}}`)
+		if _, err := env.kube.AppsV1().StatefulSets(ns).Patch(ctx, "db", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the grouper to see the annotation", func() bool {
+			s, err := env.kube.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+			return err == nil && s.Annotations[v1alpha1.MinMemberAnnotation] == "3"
+		})
+		createPods(t, pod(2))
+		waitWorkloadEvent(t, ns, "StatefulSet", "db", "StartedAlone", "pods of it already run as pods of their own")
+		waitBound(t, ns, podsNamed("db-2"))
+	})
 }
