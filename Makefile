@@ -141,7 +141,7 @@ FUZZTIME ?= 10m
 FUZZFLAGS ?=
 FUZZ_TARGETS := ./pkg/cardmodel:FuzzParseNames ./pkg/cardmodel:FuzzParseRequest ./pkg/cardmodel:FuzzQueueCards \
 	./apis/config/scheme:FuzzDecodeArgs ./pkg/state:FuzzQueueSpec ./pkg/workload:FuzzClassify ./pkg/quota:FuzzDeserved \
-	./pkg/grouper:FuzzPlanFor
+	./pkg/grouper:FuzzPlanFor ./pkg/sim/trace:FuzzDecode
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "== $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
