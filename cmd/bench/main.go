@@ -22,46 +22,9 @@ import (
 	"slices"
 	"strings"
 
+	"cardinal.dev/cardinal/pkg/contenders"
 	"cardinal.dev/cardinal/pkg/controlplane"
 )
-
-// defaultProfile is kube-scheduler's default plugins under the profile name
-// the workloads' pods ask for.
-const defaultProfile = `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: cardinal-scheduler
-`
-
-// peerProfile is scheduler-plugins' Coscheduling and CapacityScheduling as
-// its own manifests combine them, with the same gang timings as Cardinal's
-// configuration (Permit wait 60 s, backoff 10 s).
-const peerProfile = `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: cardinal-scheduler
-  plugins:
-    multiPoint:
-      enabled:
-      - name: Coscheduling
-      - name: CapacityScheduling
-    queueSort:
-      enabled:
-      - name: Coscheduling
-      disabled:
-      - name: "*"
-    postFilter:
-      enabled:
-      - name: Coscheduling
-      - name: CapacityScheduling
-      disabled:
-      - name: "*"
-  pluginConfig:
-  - name: Coscheduling
-    args:
-      permitWaitingTimeSeconds: 60
-      podGroupBackoffSeconds: 10
-`
 
 func main() {
 	if err := run(); err != nil {
@@ -98,32 +61,17 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	defaultConfig, err := benchConfig(dir, "default.yaml", []byte(defaultProfile))
-	if err != nil {
-		return err
-	}
-	cardinalYAML, err := os.ReadFile(filepath.Join(root, "config", "scheduler-config.yaml"))
-	if err != nil {
-		return err
-	}
-	cardinalConfig, err := benchConfig(dir, "cardinal.yaml", cardinalYAML)
-	if err != nil {
-		return err
-	}
-	peerConfig, err := benchConfig(dir, "peer.yaml", []byte(peerProfile))
-	if err != nil {
-		return err
-	}
 	bin := filepath.Join(root, "bin")
 	if dir := os.Getenv("CARDINAL_BIN_DIR"); dir != "" {
 		bin = dir
 	}
-	schedulers := []scheduler{
-		{Name: "default", Binary: filepath.Join(bin, "cardinal-scheduler"), Config: defaultConfig},
-		{Name: "cardinal", Binary: filepath.Join(bin, "cardinal-scheduler"), Config: cardinalConfig},
-	}
+	names := []string{contenders.Default, contenders.Cardinal}
 	if *peer {
-		schedulers = append(schedulers, scheduler{Name: "scheduler-plugins", Binary: filepath.Join(bin, "scheduler-plugins-scheduler"), Config: peerConfig, Peer: true})
+		names = append(names, contenders.SchedulerPlugins)
+	}
+	schedulers, err := contenders.Setup(root, bin, dir, names)
+	if err != nil {
+		return err
 	}
 	ctx := context.Background()
 	var results []result

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,25 +23,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
-	"sigs.k8s.io/yaml"
 
+	"cardinal.dev/cardinal/pkg/contenders"
 	"cardinal.dev/cardinal/pkg/controlplane"
 	cardinalclient "cardinal.dev/cardinal/pkg/generated/clientset/versioned"
 )
 
-// scheduler is one contender: a name for the report, its binary and how
-// to configure it.
-type scheduler struct {
-	Name string
-	// Binary is the scheduler's executable.
-	Binary string
-	// Config is the KubeSchedulerConfiguration the scheduler runs with.
-	Config string
-	// Peer marks scheduler-plugins' scheduler: it runs as the administrator
-	// (config/ grants it nothing), needs the ElasticQuota CRD and one
-	// ElasticQuota, and runs only workloads it can be compared on.
-	Peer bool
-}
+// scheduler is one contender (pkg/contenders).
+type scheduler = contenders.Scheduler
 
 // result is what one run of one workload with one scheduler measured.
 type result struct {
@@ -216,22 +204,14 @@ func install(ctx context.Context, cp *controlplane.ControlPlane, root string) er
 }
 
 // installPeer installs what scheduler-plugins' CapacityScheduling reads:
-// its ElasticQuota CRD, from the scheduler-plugins release in the module
-// graph, and one ElasticQuota for the bench namespace that never limits.
+// its ElasticQuota CRD and one ElasticQuota for the bench namespace that
+// never limits.
 func installPeer(ctx context.Context, cp *controlplane.ControlPlane, root string) error {
-	dir, err := exec.Command("go", "-C", root, "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/scheduler-plugins").Output()
-	if err != nil {
-		return fmt.Errorf("finding scheduler-plugins in the module cache: %w", err)
-	}
-	crds, err := controlplane.ReadManifests(filepath.Join(strings.TrimSpace(string(dir)), "manifests", "capacityscheduling", "crd.yaml"))
-	if err != nil {
+	if err := contenders.InstallPeerCRDs(ctx, cp, root); err != nil {
 		return err
 	}
 	a, err := controlplane.NewApplier(cp.Config())
 	if err != nil {
-		return err
-	}
-	if err := a.Apply(ctx, crds, false); err != nil {
 		return err
 	}
 	unlimited := map[string]any{"cpu": "1000000", "memory": "1000Ti", "nvidia.com/gpu": "1000000", "pods": "1000000"}
@@ -423,23 +403,4 @@ func profileCPU(ctx context.Context, port int, path string) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "profile:", err)
 	}
-}
-
-// benchConfig writes a copy of a scheduler configuration into dir with what
-// every contender gets alike, as scheduler_perf does: client QPS high enough
-// that binding is not throttled (kube-scheduler's default is 50), and no
-// leader election (one replica). Everything else is as given.
-func benchConfig(dir, name string, data []byte) (string, error) {
-	var cfg map[string]any
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		return "", err
-	}
-	cfg["clientConnection"] = map[string]any{"qps": 5000, "burst": 5000}
-	cfg["leaderElection"] = map[string]any{"leaderElect": false}
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, name)
-	return path, os.WriteFile(path, out, 0o600)
 }
