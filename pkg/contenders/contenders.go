@@ -8,6 +8,7 @@ package contenders
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,4 +151,67 @@ func InstallPeerCRDs(ctx context.Context, cp *controlplane.ControlPlane, root st
 		return err
 	}
 	return a.Apply(ctx, crds, false)
+}
+
+// CompressTimers writes beside the configuration at path a copy whose
+// scheduler timers run k times faster, as the replayed cluster's clock
+// does (cardinal-sim): kube-scheduler's pod backoff, and every plugin
+// argument counted in seconds (a gang's Permit wait and backoff, in
+// Cardinal and in scheduler-plugins alike). Each is divided by k and
+// rounded, and is at least one second, the least the fields take. At k
+// of 1 or less the configuration is returned as it is.
+func CompressTimers(path string, k float64) (string, error) {
+	if k <= 1 {
+		return path, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	scale := func(v float64) int64 { return max(1, int64(math.Round(v/k))) }
+	// kube-scheduler's defaults when the configuration leaves them out.
+	for key, def := range map[string]float64{"podInitialBackoffSeconds": 1, "podMaxBackoffSeconds": 10} {
+		v, ok := number(cfg[key])
+		if !ok {
+			v = def
+		}
+		cfg[key] = scale(v)
+	}
+	profiles, _ := cfg["profiles"].([]any)
+	for _, p := range profiles {
+		profile, _ := p.(map[string]any)
+		configs, _ := profile["pluginConfig"].([]any)
+		for _, c := range configs {
+			pc, _ := c.(map[string]any)
+			args, _ := pc["args"].(map[string]any)
+			for key, val := range args {
+				if v, ok := number(val); ok && strings.HasSuffix(key, "Seconds") && v > 0 {
+					args[key] = scale(v)
+				}
+			}
+		}
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	compressed := strings.TrimSuffix(path, filepath.Ext(path)) + fmt.Sprintf("-timers-over-%g.yaml", k)
+	return compressed, os.WriteFile(compressed, out, 0o600)
+}
+
+// number is a YAML number as a float.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
 }

@@ -82,36 +82,48 @@ func Numbers(scheduler string, timeline []record.Sample, jobs []record.Job, move
 	return n
 }
 
-// allocation time-averages whole cards allocated over capacity, over the
-// run and over the samples where demand exceeded supply.
+// allocation time-averages whole cards allocated over capacity over the
+// run; and, for the time each card model was asked for more than it has
+// (its pending and bound pods' requests, as Cardinal counts them, at or
+// above its capacity), how much of that model was allocated, added up over
+// models in whole cards. A model nobody is waiting for is not counted
+// against a scheduler while another model is short.
 func allocation(n *record.Numbers, timeline []record.Sample) {
-	var whole []record.Sample
+	var all, allT, busy, busyCap float64
+	last := map[string]record.Sample{}
+	// contended are the intervals, by their end, some model was short in.
+	contended := map[float64]float64{}
 	for _, s := range timeline {
-		if s.Queue == "" && s.Model == "" {
-			whole = append(whole, s)
-		}
-	}
-	var all, allT, busy, busyT float64
-	for i := 1; i < len(whole); i++ {
-		s, dt := whole[i], whole[i].T-whole[i-1].T
-		if s.Capacity <= 0 || dt <= 0 {
+		if s.Queue != "" {
 			continue
 		}
-		f := float64(s.Allocated) / float64(s.Capacity)
-		all += f * dt
-		allT += dt
-		if s.Demand*float64(s.PerCard) >= float64(s.Capacity) {
-			busy += f * dt
-			busyT += dt
+		p, seen := last[s.Model]
+		last[s.Model] = s
+		dt := s.T - p.T
+		if !seen || s.Capacity <= 0 || dt <= 0 {
+			continue
+		}
+		if s.Model == "" {
+			all += float64(s.Allocated) / float64(s.Capacity) * dt
+			allT += dt
+			continue
+		}
+		if s.Request >= s.Capacity {
+			per := float64(max(s.PerCard, 1))
+			busy += float64(s.Allocated) / per * dt
+			busyCap += float64(s.Capacity) / per * dt
+			contended[s.T] = dt
 		}
 	}
 	if allT > 0 {
 		n.Allocation = all / allT
 	}
-	if busyT > 0 {
-		n.AllocationContended = busy / busyT
+	if busyCap > 0 {
+		n.AllocationContended = busy / busyCap
 	}
-	n.ContendedSeconds = busyT
+	for _, dt := range contended {
+		n.ContendedSeconds += dt
+	}
 }
 
 type queueModel struct{ queue, model string }

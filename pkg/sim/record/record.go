@@ -143,8 +143,9 @@ type Numbers struct {
 	PartialGangs  int `json:"partialGangs"`
 	UnfinishedJob int `json:"unfinishedJobs"`
 	// Allocation is whole cards allocated over capacity, time-averaged;
-	// AllocationContended the same over the time demand exceeded supply,
-	// which lasted ContendedSeconds.
+	// AllocationContended is, over the time each card model was asked for
+	// more than it has, the share of that model allocated, added up over
+	// models in whole cards; ContendedSeconds is how long some model was.
 	Allocation          float64 `json:"allocation"`
 	AllocationContended float64 `json:"allocationContended"`
 	ContendedSeconds    float64 `json:"contendedSeconds"`

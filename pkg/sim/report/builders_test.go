@@ -25,10 +25,11 @@ func (b *runBuilder) numbers(n record.Numbers) *runBuilder {
 	return b
 }
 
-// cluster adds scheduler s's whole-cluster row in whole cards at t.
+// cluster adds scheduler s's whole-cluster row at t, given in whole cards
+// and written as a replay writes it: in thousandths of a card, but demand.
 func (b *runBuilder) cluster(s string, t float64, allocated, capacity int64, demand float64) *runBuilder {
-	b.r.Timeline = append(b.r.Timeline, record.Sample{Scheduler: s, T: t, PerCard: 1,
-		Allocated: allocated, Request: int64(demand), Capacity: capacity, Demand: demand, Capability: -1, Guarantee: -1})
+	b.r.Timeline = append(b.r.Timeline, record.Sample{Scheduler: s, T: t, PerCard: 1000,
+		Allocated: allocated * 1000, Request: int64(demand * 1000), Capacity: capacity * 1000, Demand: demand, Capability: -1, Guarantee: -1})
 	return b
 }
 

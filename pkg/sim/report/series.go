@@ -32,9 +32,12 @@ func clusterSeries(timeline []record.Sample, s string) cluster {
 	slices.SortStableFunc(rows, func(a, b record.Sample) int { return cmp.Compare(a.T, b.T) })
 	var c cluster
 	for _, r := range rows {
-		c.allocated = append(c.allocated, point{r.T, float64(r.Allocated)})
+		// Allocated and Capacity are in 1/PerCard of a card; Demand is
+		// in whole cards.
+		per := float64(max(r.PerCard, 1))
+		c.allocated = append(c.allocated, point{r.T, float64(r.Allocated) / per})
 		c.demand = append(c.demand, point{r.T, r.Demand})
-		c.capacity = append(c.capacity, point{r.T, float64(r.Capacity)})
+		c.capacity = append(c.capacity, point{r.T, float64(r.Capacity) / per})
 	}
 	return c
 }
