@@ -34,7 +34,7 @@ func TestAllocation(t *testing.T) {
 				whole(30, 5, 10), model(30, "H100", 1, 5, 5, 10)},
 			all: (10*1 + 10*1 + 10*0.5) / 30.0, contended: 1, secsC: 20},
 		{name: "asked for exactly its capacity is contended",
-			timeline: []record.Sample{model(0, "H100", 1, 0, 8, 8), model(10, "H100", 1, 6, 8, 8)},
+			timeline:  []record.Sample{model(0, "H100", 1, 0, 8, 8), model(10, "H100", 1, 6, 8, 8)},
 			contended: 0.75, secsC: 10},
 		{name: "an idle model nobody asks for does not count while another is short",
 			timeline: []record.Sample{
@@ -47,7 +47,7 @@ func TestAllocation(t *testing.T) {
 				model(10, "H100", 1, 8, 16, 8), model(10, "A100/mig", 7, 28, 70, 56)},
 			contended: (8 + 4) / 16.0, secsC: 10},
 		{name: "a node removed: capacity falls, allocation is of what is there",
-			timeline: []record.Sample{model(0, "H100", 1, 8, 20, 16), model(10, "H100", 1, 8, 20, 8)},
+			timeline:  []record.Sample{model(0, "H100", 1, 8, 20, 16), model(10, "H100", 1, 8, 20, 8)},
 			contended: 1, secsC: 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
