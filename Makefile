@@ -21,12 +21,12 @@ TOOL_PKG_etcd            := go.etcd.io/etcd/server/v3
 # run kube-controller-manager's Deployment and ReplicaSet controllers.
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/cardinal-scheduler $(BIN)/kubectl-cardinal
 
-.PHONY: all build demo test verify unit integration integration-versions generate verify-generate bench fuzz soak soak-report tools clean
+.PHONY: all build demo test verify unit integration integration-versions sim sim-short generate verify-generate bench fuzz soak soak-report tools clean
 
 all: build
 
-## build: write bin/cardinal-scheduler and bin/kubectl-cardinal (the kubectl cardinal plugin)
-build: $(BIN)/cardinal-scheduler $(BIN)/kubectl-cardinal
+## build: write bin/cardinal-scheduler, bin/kubectl-cardinal (the kubectl cardinal plugin) and bin/cardinal-sim
+build: $(BIN)/cardinal-scheduler $(BIN)/kubectl-cardinal $(BIN)/cardinal-sim
 
 # Go decides what is stale; the phony dependency makes make ask it every time.
 .PHONY: FORCE
@@ -35,6 +35,9 @@ $(BIN)/cardinal-scheduler: FORCE
 
 $(BIN)/kubectl-cardinal: FORCE
 	$(GO) build -o $@ ./cmd/kubectl-cardinal
+
+$(BIN)/cardinal-sim: FORCE
+	$(GO) build -o $@ ./cmd/sim
 
 # The scheduler with the race detector, for a share of the soak's seeds.
 $(BIN)/cardinal-scheduler-race: FORCE
@@ -99,6 +102,20 @@ integration-versions: $(CONTROL_PLANE) $(addprefix $(BIN)/kube-apiserver-,$(APIS
 		CARDINAL_APISERVER_VERSION=$$v $(GO) test -count=1 -timeout 20m -run '^($(VERSION_SUBSET))$$' ./test/integration/... || failed="$$failed $$v"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "integration subset failed on kube-apiserver$$failed" >&2; exit 1; fi
+
+## sim: cardinal-sim replays the shipped contended trace (examples/sim/contended.yaml) against Cardinal, the
+##      default profile and scheduler-plugins, checks its expected ranges and writes the report to SIM_OUT
+SIM_OUT ?= sim-out
+SIM_K ?= 5
+sim: $(CONTROL_PLANE) $(BIN)/cardinal-sim $(BIN)/scheduler-plugins-scheduler
+	$(BIN)/cardinal-sim run --trace examples/sim/contended.yaml --expect examples/sim/contended-expect.yaml \
+		--schedulers cardinal,default,scheduler-plugins --compress $(SIM_K) --out $(SIM_OUT)
+
+# The short version `make test` runs: the same trace, twice as compressed,
+# Cardinal alone, held to the same ranges, without the compression check.
+sim-short: $(CONTROL_PLANE) $(BIN)/cardinal-sim
+	$(BIN)/cardinal-sim run --trace examples/sim/contended.yaml --expect examples/sim/contended-expect.yaml \
+		--schedulers cardinal --compress 10 --sample 0 --stall 1m --out $$(mktemp -d)
 
 ## generate: regenerate deepcopy, conversion, defaults, clients and CRDs
 generate: $(addprefix $(BIN)/,$(GEN_TOOLS))
