@@ -46,9 +46,15 @@ func Replay(ctx context.Context, st *state.State, f informers.SharedInformerFact
 	if err != nil {
 		return err
 	}
+	// The custom kinds' informers live only as long as Replay: Shutdown
+	// waits for them to stop, which they do once their context ends.
+	readCtx, stop := context.WithCancel(ctx)
 	r := newReader(f, kube, dyn, d, kinds)
-	r.discover(ctx)
-	defer r.dynamic.Shutdown()
+	r.discover(readCtx)
+	defer func() {
+		stop()
+		r.dynamic.Shutdown()
+	}()
 	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, replaySync, true, func(context.Context) (bool, error) {
 		return r.synced(), nil
 	})

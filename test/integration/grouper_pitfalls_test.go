@@ -289,6 +289,9 @@ func TestKubernetesPodGroup(t *testing.T) {
 // no PodGroup (the grouper's ruling lives in the scheduler's memory until
 // the pod binds): here its gang is held by its queue's card quota.
 func TestWhyOfAGroupedPod(t *testing.T) {
+	// With the operators' kinds served, kubectl cardinal reads them too,
+	// and must still answer at once (why's bound, not its minute).
+	installWorkloadCRDs(t)
 	ns := "why-grouped"
 	createQueue(t, builder.MakeQueue(ns).Card(h200, 0, 1).Obj())
 	createNamespaceInQueue(t, ns, ns)

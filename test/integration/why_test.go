@@ -23,7 +23,9 @@ import (
 // why answers as kubectl cardinal why does, from a fresh read of the cluster.
 func why(t *testing.T, target, ns, name string) inspect.Answer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// An answer takes a second or two; a bound well under the test's
+	// waits shows a hang for what it is.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c, err := inspect.Load(ctx, env.cp.Config(), config.SchedulerConfiguration)
 	if err != nil {
