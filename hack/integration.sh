@@ -43,7 +43,7 @@ done
 
 logs=$(mktemp -d)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$logs"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$logs"' EXIT
 for ((s = 0; s < SHARDS; s++)); do
 	[ -n "${shard_tests[s]}" ] || continue
 	re="^(${shard_tests[s]})\$"
