@@ -117,8 +117,8 @@ sim: $(CONTROL_PLANE) $(BIN)/cardinal-sim $(BIN)/scheduler-plugins-scheduler
 		--schedulers cardinal,default,scheduler-plugins --compress $(SIM_K) --out $(SIM_OUT)
 
 # The short version `make test` runs: the same trace, twice as compressed,
-# Cardinal alone, held to the rules that hold at any load (every job done,
-# no partial or stuck gang, no queue over its capability), without the
+# Cardinal alone, held to what must never happen at any load (a partial
+# gang, a queue over its capability), without the
 # compression check.
 sim-short: $(CONTROL_PLANE) $(BIN)/cardinal-sim
 	$(BIN)/cardinal-sim run --trace examples/sim/contended.yaml --expect examples/sim/contended-short-expect.yaml \

@@ -144,11 +144,16 @@ func reclaimFrom(pre state.Preemptor, usage map[string]state.Usage, short []dim)
 }
 
 // guard checks a plan's reclaim after it, in each resource or card model
-// the preemptor's queue is short of (short): that queue is then not above
-// its deserved share, and no queue it takes from is below its own (SPEC
-// §5.6). Elsewhere (a resource nobody lacks, whose deserved share is what
-// each queue asks) there is nothing to settle. A plan that takes nothing
-// from other queues passes.
+// the preemptor's queue is short of (short), and in each card model the
+// plan takes cards of from other queues: the preemptor's queue is then not
+// above its deserved share, and no queue it takes from is below its own
+// (SPEC §5.6). A gang that may use several models is short of one (its
+// queue below its share there) and could free room on another, where its
+// queue already has its share: taking cards there would be borrowing by
+// eviction, which the queue robbed then reclaims back. Elsewhere (a
+// resource nobody lacks, whose deserved share is what each queue asks)
+// there is nothing to settle. A plan that takes nothing from other queues
+// passes.
 func guard(pre state.Preemptor, usage map[string]state.Usage, members []*member, evicted []*unit, short []dim,
 	nodeCards func(node string, pod *corev1.Pod) map[string]int64) string {
 	change := map[string]map[dim]int64{} // queue -> dim -> change of its allocation
@@ -160,21 +165,34 @@ func guard(pre state.Preemptor, usage map[string]state.Usage, members []*member,
 	}
 	key := func(d dim) dim { return dim{name: d.name, cards: d.cards} }
 	reclaims := false
+	dims := slices.Clone(short)
 	for _, u := range evicted {
 		reclaims = reclaims || u.reclaim
+		if u.queue == pre.Queue {
+			continue
+		}
 		for _, p := range u.pods {
-			for _, d := range short {
-				add(u.queue, key(d), -amount(d, p.Request, p.Cards))
+			for m, n := range p.Cards {
+				if d := (dim{name: m, cards: true}); n > 0 && !slices.ContainsFunc(dims, func(x dim) bool { return key(x) == d }) {
+					dims = append(dims, d)
+				}
 			}
 		}
 	}
 	if !reclaims {
 		return ""
 	}
+	for _, u := range evicted {
+		for _, p := range u.pods {
+			for _, d := range dims {
+				add(u.queue, key(d), -amount(d, p.Request, p.Cards))
+			}
+		}
+	}
 	for _, m := range members {
 		cards := nodeCards(m.node, m.pod)
 		req := quota.PodRequests(m.pod)
-		for _, d := range short {
+		for _, d := range dims {
 			add(pre.Queue, key(d), amount(d, req, cards))
 		}
 	}

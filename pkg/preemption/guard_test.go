@@ -1,6 +1,8 @@
 package preemption
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -113,6 +115,46 @@ func TestGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			usage := map[string]state.Usage{"a": tc.a, "b": tc.b}
 			if got := guard(pre, usage, members(tc.members), tc.evicted, short, onePerPod); got != tc.want {
+				t.Errorf("guard %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestGuardOnEveryModelTaken: a gang that may use H200 or RTX, its queue
+// short of H200 only, may not take RTX cards from a queue at its RTX
+// share to land there: its own queue would be above its RTX share, and
+// the other would take them back (SPEC §5.6).
+func TestGuardOnEveryModelTaken(t *testing.T) {
+	short := []dim{{name: h200, cards: true}}
+	pre := state.Preemptor{Queue: "b"}
+	both := func(h, hd, r, rd int64) state.Usage {
+		return state.Usage{Exists: true, Reclaimable: true, Cards: map[string]state.CardUsage{
+			h200: {Listed: true, Allocated: h, Deserved: hd}, rtx: {Listed: true, Allocated: r, Deserved: rd}}}
+	}
+	on := func(model string) func(string, *corev1.Pod) map[string]int64 {
+		return func(string, *corev1.Pod) map[string]int64 { return map[string]int64{model: 1} }
+	}
+	members := []*member{{pod: builder.MakePod("b", "m-0").GPU(1).Obj(), node: "n"}, {pod: builder.MakePod("b", "m-1").GPU(1).Obj(), node: "n"}}
+	victims := func(model string) []*unit {
+		return []*unit{{kind: elasticPod, queue: "a", reclaim: true, pods: []state.PodView{{Cards: map[string]int64{model: 1}}, {Cards: map[string]int64{model: 1}}}}}
+	}
+	tests := []struct {
+		name  string
+		a, b  state.Usage
+		model string // where the victims run and the members land
+		want  string
+	}{
+		{"taken on the model b is short of", both(7, 5, 4, 4), both(3, 5, 4, 4), h200, ""},
+		{"taken on another, where a has its share", both(7, 5, 4, 4), both(3, 5, 4, 4), rtx,
+			"queue a would fall below its deserved NVIDIA-GeForce-RTX-4090 share, 2 of 4|queue b would be above its deserved NVIDIA-GeForce-RTX-4090 share, 6 of 4"},
+		{"taken on another, where a borrows and b has room in its share", both(7, 5, 8, 4), both(3, 5, 0, 4), rtx, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			usage := map[string]state.Usage{"a": tc.a, "b": tc.b}
+			got := guard(pre, usage, members, victims(tc.model), short, on(tc.model))
+			if tc.want == "" && got != "" || tc.want != "" && !slices.Contains(strings.Split(tc.want, "|"), got) {
 				t.Errorf("guard %q, want %q", got, tc.want)
 			}
 		})
