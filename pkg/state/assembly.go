@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -42,10 +43,12 @@ func newAssembly() assembly {
 }
 
 // refresh files gang g anew by where it stands. It tells whether g was
-// being assembled and is no more (the next parked gang may start), and
-// whether it waited for its min and does no more (elastic pods it kept
-// waiting may go).
-func (a *assembly) refresh(g *gangEntry) (assembled, gotMin bool) {
+// being assembled and is no more (the next parked gang may start), whether
+// it waited for its min and does no more (elastic pods it kept waiting may
+// go), and whether it waits for its min now and did not before (its own
+// pods parked as elastic, beyond a min it has since lost, are its min
+// members now).
+func (a *assembly) refresh(g *gangEntry) (assembled, gotMin, lostMin bool) {
 	k := g.key
 	wasAssembling, wasAwaiting := a.assembling.Has(k), a.awaitingMin.Has(k)
 	a.assembling.Delete(k)
@@ -56,7 +59,7 @@ func (a *assembly) refresh(g *gangEntry) (assembled, gotMin bool) {
 	if g.needsMin() && len(g.members) >= g.min() {
 		a.awaitingMin.Insert(k)
 	}
-	return wasAssembling && !a.assembling.Has(k), wasAwaiting && !a.awaitingMin.Has(k)
+	return wasAssembling && !a.assembling.Has(k), wasAwaiting && !a.awaitingMin.Has(k), !wasAwaiting && a.awaitingMin.Has(k)
 }
 
 // watchBelowMin files g as bound below its min since now, or not (stale.go).
@@ -121,6 +124,9 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 		s.waits.park(k, pod, start.Elastic)
 		return Start{}, refusal.Status(fwk.Unschedulable, blocker)
 	}
+	// Let through, it waits for nothing: a wait it was parked in before
+	// (a hint retried it) must not speak for it (PreemptorOf).
+	s.waits.unpark(k, pod.UID)
 	e.tryAttempt = g.attempt
 	e.allowed.Store(false)
 	if !start.Elastic && g.reserved == 0 {
@@ -245,7 +251,7 @@ func (s *State) wakeGang(k gang.Key) {
 // forgets a gang nothing is left of.
 func (s *State) refreshGangLocked(g *gangEntry) {
 	k := g.key
-	assembled, gotMin := s.assembly.refresh(g)
+	assembled, gotMin, lostMin := s.assembly.refresh(g)
 	admissible := g.group != nil && len(g.members) >= g.min() && !g.split()
 	if admissible && !g.admissible {
 		s.books.gangAdmitted.LoadOrStore(k, s.clock.Now())
@@ -268,6 +274,26 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 	}
 	if gotMin {
 		s.wakeElasticLocked()
+	}
+	if lostMin {
+		s.wakeOwnElasticLocked(g)
+	}
+}
+
+// wakeOwnElasticLocked wakes the pods of g parked as elastic: g needs its
+// min again (its min members completed or went while these waited), so
+// they are its min members now, and nothing else would wake them while g
+// itself is the gang that needs its min. O(members of g).
+func (s *State) wakeOwnElasticLocked(g *gangEntry) {
+	var woken []*corev1.Pod
+	for _, m := range g.members {
+		if p, ok := s.waits.parkedElastic[m.pod.UID]; ok {
+			delete(s.waits.parkedElastic, m.pod.UID)
+			woken = append(woken, p)
+		}
+	}
+	if len(woken) > 0 {
+		s.activateLocked(slices.Values(woken))
 	}
 }
 

@@ -96,6 +96,12 @@ func (w *waits) parked(k gang.Key, uid types.UID) (parked, elastic bool) {
 	return w.parkedGangs.has(k, uid), false
 }
 
+// unpark drops a pod of gang k from the parked pods.
+func (w *waits) unpark(k gang.Key, uid types.UID) {
+	delete(w.parkedElastic, uid)
+	w.parkedGangs.remove(k, uid)
+}
+
 // takeElastic removes and returns the parked elastic pods.
 func (w *waits) takeElastic() map[types.UID]*corev1.Pod {
 	pods := w.parkedElastic

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
@@ -72,5 +74,51 @@ func TestNewStateIsReady(t *testing.T) {
 		if f := v.Field(i); f.Kind() == reflect.Map && f.IsNil() {
 			t.Errorf("State.%s is a nil map", v.Type().Field(i).Name)
 		}
+	}
+}
+
+// TestGangThatLosesItsMinWakesItsOwnElasticPods: pods of gang a parked as
+// elastic (a had its min placed, b needed its own) are a's min members once
+// a's placed pods complete; nothing else would wake them, since a itself
+// is then the gang that needs its min. They are woken at once, not after
+// kube-scheduler's flush of unschedulable pods.
+func TestGangThatLosesItsMinWakesItsOwnElasticPods(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 0, 8).Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	s.OnPodGroup(podGroup("a", 2, nil))
+	s.OnPodGroup(podGroup("b", 2, nil))
+	a := []*corev1.Pod{member("a", 0), member("a", 1), member("a", 2), member("a", 3)}
+	for _, p := range append(a, member("b", 0), member("b", 1)) {
+		s.OnPod(p)
+	}
+	s.OnPod(bound(a[0], "n"))
+	s.OnPod(bound(a[1], "n"))
+	s.Flush(&fake.Framework{})
+	for _, p := range a[2:] {
+		if st, status := s.TryStart(p); status.Code() != fwk.Unschedulable || st.Elastic {
+			t.Fatalf("pod %s beyond a's min while b needs its min: %v, want parked as elastic", p.Name, status)
+		}
+	}
+	if parked, elastic := s.waits.parked("ns/a", a[2].UID); !parked || !elastic {
+		t.Fatalf("a-2 not parked as elastic")
+	}
+	for _, p := range a[:2] {
+		done := bound(p, "n")
+		done.Status.Phase = corev1.PodSucceeded
+		s.OnPod(done)
+	}
+	fw := &fake.Framework{}
+	s.Flush(fw)
+	if got, want := fw.Activated(), []string{"ns/a-2", "ns/a-3"}; !cmp.Equal(got, want) {
+		t.Errorf("a's min completed, woke %v, want its pods that waited as elastic %v", got, want)
+	}
+	if parked, _ := s.waits.parked("ns/a", a[2].UID); parked {
+		t.Errorf("a-2 is still parked")
+	}
+	// Let through now, they are a's min members and may preempt.
+	st, status := s.TryStart(a[2])
+	if !status.IsSuccess() || st.Elastic {
+		t.Errorf("a-2 after a lost its min: %+v %v, want a min member let through", st, status)
 	}
 }
