@@ -144,8 +144,9 @@ func reclaimFrom(pre state.Preemptor, usage map[string]state.Usage, short []dim)
 }
 
 // guard checks a plan's reclaim after it, in each resource or card model
-// the preemptor's queue is short of (short), and in each card model the
-// plan takes cards of from other queues: the preemptor's queue is then not
+// the preemptor's queue is short of (short), and in each card model its
+// members land on and the plan takes cards of from other queues: the
+// preemptor's queue is then not
 // above its deserved share, and no queue it takes from is below its own
 // (SPEC §5.6). A gang that may use several models is short of one (its
 // queue below its share there) and could free room on another, where its
@@ -165,7 +166,9 @@ func guard(pre state.Preemptor, usage map[string]state.Usage, members []*member,
 	}
 	key := func(d dim) dim { return dim{name: d.name, cards: d.cards} }
 	reclaims := false
-	dims := slices.Clone(short)
+	// freed are the cards, by model, the plan takes from other queues;
+	// landed the cards the preemptor's members take, by model.
+	freed, landed := map[string]int64{}, map[string]int64{}
 	for _, u := range evicted {
 		reclaims = reclaims || u.reclaim
 		if u.queue == pre.Queue {
@@ -173,28 +176,51 @@ func guard(pre state.Preemptor, usage map[string]state.Usage, members []*member,
 		}
 		for _, p := range u.pods {
 			for m, n := range p.Cards {
-				if d := (dim{name: m, cards: true}); n > 0 && !slices.ContainsFunc(dims, func(x dim) bool { return key(x) == d }) {
-					dims = append(dims, d)
-				}
+				freed[m] += n
 			}
 		}
 	}
 	if !reclaims {
 		return ""
 	}
+	memberCards := make([]map[string]int64, len(members))
+	for i, m := range members {
+		memberCards[i] = nodeCards(m.node, m.pod)
+		for model, n := range memberCards[i] {
+			landed[model] += n
+		}
+	}
+	// A model the members land on and the plan takes from other queues,
+	// beyond those the queue is short of, is settled too: there the
+	// preemptor's queue gains what it takes (at most what it lands), and
+	// the queues it takes from lose it. A model only the victims hold is
+	// not: the preemptor gains nothing there to be taken back.
+	extra := map[dim]bool{}
+	for m := range freed {
+		if d := (dim{name: m, cards: true}); landed[m] > 0 && !slices.ContainsFunc(short, func(x dim) bool { return key(x) == d }) {
+			extra[d] = true
+		}
+	}
 	for _, u := range evicted {
 		for _, p := range u.pods {
-			for _, d := range dims {
+			for _, d := range short {
 				add(u.queue, key(d), -amount(d, p.Request, p.Cards))
+			}
+			for d := range extra {
+				if u.queue != pre.Queue {
+					add(u.queue, d, -p.Cards[d.name])
+				}
 			}
 		}
 	}
-	for _, m := range members {
-		cards := nodeCards(m.node, m.pod)
+	for i, m := range members {
 		req := quota.PodRequests(m.pod)
-		for _, d := range dims {
-			add(pre.Queue, key(d), amount(d, req, cards))
+		for _, d := range short {
+			add(pre.Queue, key(d), amount(d, req, memberCards[i]))
 		}
+	}
+	for d := range extra {
+		add(pre.Queue, d, min(landed[d.name], freed[d.name]))
 	}
 	for q, byDim := range change {
 		u := usage[q]

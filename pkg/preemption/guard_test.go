@@ -136,24 +136,29 @@ func TestGuardOnEveryModelTaken(t *testing.T) {
 		return func(string, *corev1.Pod) map[string]int64 { return map[string]int64{model: 1} }
 	}
 	members := []*member{{pod: builder.MakePod("b", "m-0").GPU(1).Obj(), node: "n"}, {pod: builder.MakePod("b", "m-1").GPU(1).Obj(), node: "n"}}
-	victims := func(model string) []*unit {
-		return []*unit{{kind: elasticPod, queue: "a", reclaim: true, pods: []state.PodView{{Cards: map[string]int64{model: 1}}, {Cards: map[string]int64{model: 1}}}}}
+	victims := func(cards map[string]int64) []*unit {
+		return []*unit{{kind: elasticPod, queue: "a", reclaim: true, pods: []state.PodView{{Cards: cards}, {Cards: cards}}}}
 	}
+	one := func(model string) map[string]int64 { return map[string]int64{model: 1} }
 	tests := []struct {
-		name  string
-		a, b  state.Usage
-		model string // where the victims run and the members land
-		want  string
+		name    string
+		a, b    state.Usage
+		victims map[string]int64 // each of the two victims' cards
+		lands   string           // where the members land
+		want    string
 	}{
-		{"taken on the model b is short of", both(7, 5, 4, 4), both(3, 5, 4, 4), h200, ""},
-		{"taken on another, where a has its share", both(7, 5, 4, 4), both(3, 5, 4, 4), rtx,
+		{"taken on the model b is short of", both(7, 5, 4, 4), both(3, 5, 4, 4), one(h200), h200, ""},
+		{"taken on another, where a has its share", both(7, 5, 4, 4), both(3, 5, 4, 4), one(rtx), rtx,
 			"queue a would fall below its deserved NVIDIA-GeForce-RTX-4090 share, 2 of 4|queue b would be above its deserved NVIDIA-GeForce-RTX-4090 share, 6 of 4"},
-		{"taken on another, where a borrows and b has room in its share", both(7, 5, 8, 4), both(3, 5, 0, 4), rtx, ""},
+		{"taken on another, where a borrows and b has room in its share", both(7, 5, 8, 4), both(3, 5, 0, 4), one(rtx), rtx, ""},
+		{"victims that also hold the other model, members on the short one", both(7, 5, 4, 4), both(3, 5, 4, 4),
+			map[string]int64{h200: 1, rtx: 1}, h200, ""},
+		{"members borrow idle cards of a model the victims do not hold", both(7, 5, 4, 4), both(3, 5, 4, 4), one(h200), rtx, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			usage := map[string]state.Usage{"a": tc.a, "b": tc.b}
-			got := guard(pre, usage, members, victims(tc.model), short, on(tc.model))
+			got := guard(pre, usage, members, victims(tc.victims), short, on(tc.lands))
 			if tc.want == "" && got != "" || tc.want != "" && !slices.Contains(strings.Split(tc.want, "|"), got) {
 				t.Errorf("guard %q, want %q", got, tc.want)
 			}
