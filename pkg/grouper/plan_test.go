@@ -306,3 +306,32 @@ func unwrap(ws []wl) []*unstructured.Unstructured {
 	}
 	return out
 }
+
+// TestTemplateAmountsBounded: an amount no pod could ask for, in a
+// workload's pod template (which the API server does not validate as a
+// pod's), is not read, so summing it cannot stall the grouper; the
+// suffixes E and Ei are amounts like any other.
+func TestTemplateAmountsBounded(t *testing.T) {
+	tmpl := func(cpu string) map[string]any {
+		return map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "a", "resources": map[string]any{"requests": map[string]any{"cpu": cpu, "nvidia.com/gpu": "1"}}},
+			map[string]any{"name": "b", "resources": map[string]any{"requests": map[string]any{"cpu": "1"}}},
+		}}}
+	}
+	for _, tc := range []struct {
+		cpu  string
+		read bool
+	}{
+		{"500m", true}, {"2", true}, {"1e3", true}, {"1E", true}, {"1Ei", true}, {"1e30", true},
+		// Each of these would take hours to add to another were it read.
+		{"1e2000000000", false}, {"1E-2000000000", false}, {"1e31", false},
+		{"1234567890123456789012345678901234567890123", false},
+	} {
+		if got := templateRequests(tmpl(tc.cpu)) != nil; got != tc.read {
+			t.Errorf("cpu %q read %t, want %t", tc.cpu, got, tc.read)
+		}
+	}
+	if got := minResources([]podTemplate{{spec: tmpl("1e2000000000"), count: 2}, {spec: tmpl("1"), count: 2}}, 3); got.Cpu().MilliValue() != 2000 {
+		t.Errorf("min resources with a template that asks for 1e2000000000 cpus: %v, want one pod of the other template, 2 cpus", got)
+	}
+}

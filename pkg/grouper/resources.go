@@ -2,6 +2,8 @@ package grouper
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 
 	"gopkg.in/inf.v0"
 
@@ -68,11 +70,69 @@ func minResources(templates []podTemplate, minMembers int32) corev1.ResourceList
 }
 
 // templateRequests is what one pod made from an unstructured pod template
-// asks for; nil if the template cannot be read.
+// asks for; nil if the template cannot be read, or asks for an amount no
+// pod could (saneQuantities).
 func templateRequests(tmpl map[string]any) corev1.ResourceList {
+	if !saneQuantities(tmpl) {
+		return nil
+	}
 	var pt corev1.PodTemplateSpec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &pt); err != nil {
 		return nil
 	}
 	return resourcehelper.PodRequests(&corev1.Pod{Spec: pt.Spec}, resourcehelper.PodResourcesOptions{})
+}
+
+// maxQuantityLen and maxExponent bound the amounts read from a workload's
+// pod templates. A custom resource's template is not validated as a pod
+// is, and an amount such as 1e2000000000 parses cheaply but costs hours
+// and gigabytes when added to another (the sum is rescaled to a common
+// exponent): a tenant could stall the grouper for every namespace.
+const (
+	maxQuantityLen = 40
+	maxExponent    = 30
+)
+
+// saneQuantities tells whether every amount a pod template's containers,
+// init containers and overhead ask for or limit is short and of a modest
+// exponent: its written form only, before any arithmetic.
+func saneQuantities(tmpl map[string]any) bool {
+	spec, _ := tmpl["spec"].(map[string]any)
+	if spec == nil {
+		return true
+	}
+	var lists []any
+	for _, field := range []string{"containers", "initContainers"} {
+		containers, _ := spec[field].([]any)
+		for _, c := range containers {
+			m, _ := c.(map[string]any)
+			res, _ := m["resources"].(map[string]any)
+			lists = append(lists, res["requests"], res["limits"])
+		}
+	}
+	lists = append(lists, spec["overhead"])
+	for _, l := range lists {
+		amounts, _ := l.(map[string]any)
+		for _, v := range amounts {
+			if s, ok := v.(string); ok && !saneQuantity(s) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func saneQuantity(s string) bool {
+	if len(s) > maxQuantityLen {
+		return false
+	}
+	i := strings.IndexAny(s, "eE")
+	if i < 0 {
+		return true
+	}
+	exp, err := strconv.Atoi(s[i+1:])
+	if err != nil {
+		return true // not an exponent: the suffix E or Ei, or not a quantity at all
+	}
+	return exp >= -maxExponent && exp <= maxExponent
 }
