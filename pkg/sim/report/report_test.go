@@ -212,15 +212,38 @@ func TestMetricsCoverNumbers(t *testing.T) {
 	}
 }
 
-// TestPreview writes a report from a richer synthetic run into
-// $REPORT_PREVIEW, to look at: REPORT_PREVIEW=/tmp/report-preview go test
-// -run TestPreview ./pkg/sim/report/
-func TestPreview(t *testing.T) {
-	dir := os.Getenv("REPORT_PREVIEW")
-	if dir == "" {
-		t.Skip("REPORT_PREVIEW is not set")
+// TestRicherRunRenders draws a report of a richer synthetic run (three
+// schedulers, several queues and models, moves, partial and stuck gangs)
+// and checks every chart and the markdown are written. With
+// $REPORT_PREVIEW set it draws it there too, to look at:
+// REPORT_PREVIEW=/tmp/report-preview go test -run TestRicherRunRenders ./pkg/sim/report/
+func TestRicherRunRenders(t *testing.T) {
+	dirs := []string{t.TempDir()}
+	if dir := os.Getenv("REPORT_PREVIEW"); dir != "" {
+		dirs = append(dirs, dir)
 	}
-	if err := Render(previewRun(), dir); err != nil {
+	for _, dir := range dirs {
+		if err := Render(previewRun(), dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(dirs[0])
+	if err != nil {
 		t.Fatal(err)
+	}
+	var pngs int
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Size() == 0 {
+			t.Errorf("%s is empty", e.Name())
+		}
+		if strings.HasSuffix(e.Name(), ".png") {
+			pngs++
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dirs[0], "report.md")); err != nil {
+		t.Error(err)
+	}
+	if pngs < 5 {
+		t.Errorf("%d charts drawn, want at least 5 (allocation and queues per scheduler, wait and JCT CDFs, moves)", pngs)
 	}
 }
