@@ -291,8 +291,11 @@ func (g *Grouper) ensure(ctx context.Context, pod *corev1.Pod, plan *Plan) (bool
 		} else if err != nil {
 			return false, err
 		}
-		var err error
-		switch Decide(have, want, g.ownerLives(pod.Namespace)) {
+		action, err := Decide(have, want, g.ownerLives(pod.Namespace))
+		if err != nil {
+			return false, err // asked again, once the owner can be read
+		}
+		switch action {
 		case Keep:
 			return true, nil
 		case Create:
@@ -356,23 +359,32 @@ func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) error 
 		return err
 	}
 	want := PodGroupFor(plan, pod.Namespace)
-	if Decide(have, want, g.ownerLives(pod.Namespace)) != Update {
-		return nil
+	if action, err := Decide(have, want, g.ownerLives(pod.Namespace)); err != nil || action != Update {
+		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Mending a PodGroup from its workload", "podGroup", klog.KObj(have), "minMember", plan.Min, "minFrom", plan.MinFrom)
 	return client.IgnoreNotFound(g.client.Patch(ctx, Mended(have, want), client.MergeFrom(have)))
 }
 
 // ownerLives tells whether the workload a PodGroup names as its owner,
-// in namespace, still exists.
-func (g *Grouper) ownerLives(namespace string) func(metav1.OwnerReference) bool {
-	return func(ref metav1.OwnerReference) bool {
+// in namespace, still exists: gone only when a reader that has listed its
+// kind finds no object of that name, or one of another UID (deleted and
+// made again). Any other answer (its kind not listed yet after a start,
+// the read refused) is an error, and the PodGroup is left as it is.
+func (g *Grouper) ownerLives(namespace string) func(metav1.OwnerReference) (bool, error) {
+	return func(ref metav1.OwnerReference) (bool, error) {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil {
-			return false
+			return false, nil // not a workload anyone can make again
 		}
 		obj, err := g.reader.Get(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, namespace, ref.Name)
-		return err == nil && obj.GetUID() == ref.UID
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		return obj.GetUID() == ref.UID, nil
 	}
 }
 

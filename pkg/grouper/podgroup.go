@@ -1,6 +1,7 @@
 package grouper
 
 import (
+	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,22 +63,32 @@ const (
 
 // Decide says what to do given the PodGroup of want's name as it exists
 // (nil if none); ownerLives tells whether the workload an existing
-// Cardinal PodGroup names as its owner still exists.
-func Decide(have, want *schedv1alpha1.PodGroup, ownerLives func(metav1.OwnerReference) bool) Action {
+// Cardinal PodGroup names as its owner still exists, or fails when it
+// cannot tell (its kind not read yet, the read refused): Decide then
+// fails too, and nothing is replaced on a guess.
+func Decide(have, want *schedv1alpha1.PodGroup, ownerLives func(metav1.OwnerReference) (bool, error)) (Action, error) {
 	switch {
 	case have == nil:
-		return Create
+		return Create, nil
 	case have.Annotations[v1alpha1.GroupedByAnnotation] == "":
-		return Conflict
+		return Conflict, nil
 	case !sameOwner(have, want):
-		if len(have.OwnerReferences) == 0 || !ownerLives(have.OwnerReferences[0]) {
-			return Replace
+		if len(have.OwnerReferences) == 0 {
+			return Replace, nil
 		}
-		return Conflict
+		lives, err := ownerLives(have.OwnerReferences[0])
+		switch {
+		case err != nil:
+			return Keep, fmt.Errorf("PodGroup %s/%s: whether its workload %s %s still exists: %w",
+				have.Namespace, have.Name, have.OwnerReferences[0].Kind, have.OwnerReferences[0].Name, err)
+		case !lives:
+			return Replace, nil
+		}
+		return Conflict, nil
 	case !managedEqual(have, want):
-		return Update
+		return Update, nil
 	}
-	return Keep
+	return Keep, nil
 }
 
 func sameOwner(a, b *schedv1alpha1.PodGroup) bool {

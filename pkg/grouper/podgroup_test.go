@@ -39,39 +39,45 @@ func TestPodGroupFor(t *testing.T) {
 // manages, and replaces one a gone workload of the same name left.
 func TestDecide(t *testing.T) {
 	want := PodGroupFor(testPlan(), "ns")
-	lives := func(metav1.OwnerReference) bool { return true }
-	gone := func(metav1.OwnerReference) bool { return false }
+	lives := func(metav1.OwnerReference) (bool, error) { return true, nil }
+	gone := func(metav1.OwnerReference) (bool, error) { return false, nil }
+	unsure := func(metav1.OwnerReference) (bool, error) { return false, errNotYet }
 	mod := func(f func(*schedv1alpha1.PodGroup)) *schedv1alpha1.PodGroup {
 		pg := want.DeepCopy()
 		f(pg)
 		return pg
 	}
 	tests := []struct {
-		name  string
-		have  *schedv1alpha1.PodGroup
-		lives func(metav1.OwnerReference) bool
-		want  Action
+		name    string
+		have    *schedv1alpha1.PodGroup
+		lives   func(metav1.OwnerReference) (bool, error)
+		want    Action
+		wantErr bool
 	}{
-		{"none yet", nil, lives, Create},
-		{"as planned", want.DeepCopy(), lives, Keep},
+		{"none yet", nil, lives, Create, false},
+		{"as planned", want.DeepCopy(), lives, Keep, false},
 		{"the status writers' annotations and a user's label are not Cardinal's to mend", mod(func(pg *schedv1alpha1.PodGroup) {
 			pg.Annotations["cardinal.dev/scheduled"] = "2"
 			pg.Labels["team"] = "x"
-		}), lives, Keep},
-		{"min changed", mod(func(pg *schedv1alpha1.PodGroup) { pg.Spec.MinMember = 2 }), lives, Update},
-		{"queue relabelled", mod(func(pg *schedv1alpha1.PodGroup) { pg.Labels[v1alpha1.QueueLabel] = "team-b" }), lives, Update},
-		{"card request gone", mod(func(pg *schedv1alpha1.PodGroup) { delete(pg.Annotations, v1alpha1.CardRequestAnnotation) }), lives, Update},
-		{"a user's PodGroup of that name", mod(func(pg *schedv1alpha1.PodGroup) { delete(pg.Annotations, v1alpha1.GroupedByAnnotation) }), lives, Conflict},
-		{"Cardinal's, for a workload of that name that is gone", mod(func(pg *schedv1alpha1.PodGroup) { pg.OwnerReferences[0].UID = "old" }), gone, Replace},
+		}), lives, Keep, false},
+		{"min changed", mod(func(pg *schedv1alpha1.PodGroup) { pg.Spec.MinMember = 2 }), lives, Update, false},
+		{"queue relabelled", mod(func(pg *schedv1alpha1.PodGroup) { pg.Labels[v1alpha1.QueueLabel] = "team-b" }), lives, Update, false},
+		{"card request gone", mod(func(pg *schedv1alpha1.PodGroup) { delete(pg.Annotations, v1alpha1.CardRequestAnnotation) }), lives, Update, false},
+		{"a user's PodGroup of that name", mod(func(pg *schedv1alpha1.PodGroup) { delete(pg.Annotations, v1alpha1.GroupedByAnnotation) }), lives, Conflict, false},
+		{"Cardinal's, for a workload of that name that is gone", mod(func(pg *schedv1alpha1.PodGroup) { pg.OwnerReferences[0].UID = "old" }), gone, Replace, false},
+		// Just after a start, before the owner's kind is listed: never
+		// replaced on a guess (its pods may be running).
+		{"Cardinal's, for a workload not read yet", mod(func(pg *schedv1alpha1.PodGroup) { pg.OwnerReferences[0].UID = "old" }), unsure, Keep, true},
 		{"Cardinal's, for another workload still there", mod(func(pg *schedv1alpha1.PodGroup) {
 			pg.OwnerReferences[0].UID = "other"
 			pg.Annotations[v1alpha1.GroupedByAnnotation] = "JobSet/train"
-		}), lives, Conflict},
+		}), lives, Conflict, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Decide(tc.have, want, tc.lives); got != tc.want {
-				t.Errorf("Decide = %v, want %v", got, tc.want)
+			got, err := Decide(tc.have, want, tc.lives)
+			if got != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("Decide = %v, %v; want %v, error %v", got, err, tc.want, tc.wantErr)
 			}
 		})
 	}

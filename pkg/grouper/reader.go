@@ -38,7 +38,10 @@ const rediscoverEvery = 30 * time.Second
 // the scheduler may list and watch.
 type reader struct {
 	builtin map[schema.GroupKind]func(namespace, name string) (runtime.Object, error)
-	jobs    func(namespace string) ([]runtime.Object, error)
+	// listed tells whether the informer of a Kubernetes kind has listed:
+	// until it has, an owner missing from it is not known to be gone.
+	listed map[schema.GroupKind]cache.InformerSynced
+	jobs   func(namespace string) ([]runtime.Object, error)
 	// wanted are the custom kinds to read: those grouped, and those a
 	// grouped kind's pods reach through (a TrainJob's JobSet, a RayJob's
 	// RayCluster).
@@ -93,6 +96,14 @@ func newReader(f informers.SharedInformerFactory, kube kubernetes.Interface, dyn
 			// group's leader pod.
 			workload.PodKind: func(ns, n string) (runtime.Object, error) { return core.Pods().Lister().Pods(ns).Get(n) },
 		},
+		listed: map[schema.GroupKind]cache.InformerSynced{
+			workload.Job:         batch.Jobs().Informer().HasSynced,
+			workload.CronJob:     batch.CronJobs().Informer().HasSynced,
+			workload.ReplicaSet:  apps.ReplicaSets().Informer().HasSynced,
+			workload.Deployment:  apps.Deployments().Informer().HasSynced,
+			workload.StatefulSet: apps.StatefulSets().Informer().HasSynced,
+			workload.PodKind:     core.Pods().Informer().HasSynced,
+		},
 		jobs: func(ns string) ([]runtime.Object, error) {
 			jobs, err := batch.Jobs().Lister().Jobs(ns).List(labels.Everything())
 			out := make([]runtime.Object, len(jobs))
@@ -146,6 +157,9 @@ func (r *reader) Knows(gk schema.GroupKind) bool {
 // apiVersion and kind set.
 func (r *reader) Get(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, error) {
 	if get, ok := r.builtin[gk]; ok {
+		if listed := r.listed[gk]; listed != nil && !listed() {
+			return nil, fmt.Errorf("%s: %w", gk, errNotYet)
+		}
 		obj, err := get(namespace, name)
 		if err != nil {
 			return nil, err
