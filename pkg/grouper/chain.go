@@ -109,7 +109,7 @@ func Walk(r Reader, pod *corev1.Pod) (Chain, error) {
 			if errors.As(err, &u) {
 				return c, err
 			}
-			return c, fmt.Errorf("%w: %s %s/%s: %v", ErrOwnerUnseen, gk.Kind, pod.Namespace, ref.Name, err)
+			return c, fmt.Errorf("%w: %s %s/%s: %w", ErrOwnerUnseen, gk.Kind, pod.Namespace, ref.Name, err)
 		}
 		if obj.GetUID() != ref.UID {
 			return c, fmt.Errorf("%w: %s %s/%s is another object than the one that owns it", ErrOwnerUnseen, gk.Kind, pod.Namespace, ref.Name)

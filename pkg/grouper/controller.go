@@ -179,6 +179,11 @@ func (g *Grouper) group(ctx context.Context, pod *corev1.Pod) (reconcile.Result,
 		// after a start); an owner that never comes (the pod orphaned)
 		// is asked after less and less often.
 		after := g.unseen.next(pod.UID)
+		if errors.Is(err, errNotYet) {
+			// Its kind is still being listed (after a start, or a CRD
+			// just installed): soon read, so asked again soon.
+			after = min(after, time.Second)
+		}
 		logger.V(4).Info("An owner of the pod is not known yet; trying again", "err", err, "after", after)
 		return reconcile.Result{RequeueAfter: after}, nil
 	case err != nil:
