@@ -139,8 +139,12 @@ func (s *State) onGroup(k gang.Key, pg *schedv1alpha1.PodGroup) {
 	g.group = pg
 	if old == nil || old.UID != pg.UID {
 		// A PodGroup created anew waits since its creation, and is
-		// narrowed anew (narrow.go).
+		// narrowed anew (narrow.go); it does not inherit the backoff of
+		// the one it replaces (a workload deleted and made again).
 		g.minBound, g.waitSince, g.narrowMissed = "", time.Time{}, false
+		if old != nil {
+			g.backoffUntil, g.lastFailure = time.Time{}, ""
+		}
 	}
 	s.books.gangCreated.LoadOrStore(g.key, pg.CreationTimestamp.Time)
 	if old == nil || !maps.Equal(old.Labels, pg.Labels) {

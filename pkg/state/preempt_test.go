@@ -566,3 +566,30 @@ func TestGracePeriod(t *testing.T) {
 		}
 	}
 }
+
+// TestNewPodGroupDoesNotInheritBackoff: a PodGroup deleted and made again
+// under the same name (its workload made again) is a new gang, tried at
+// once, not after the backoff the one it replaces earned.
+func TestNewPodGroupDoesNotInheritBackoff(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	s.OnPodGroup(podGroup("g", 2, nil))
+	s.OnPod(member("g", 0))
+	s.OnPod(member("g", 1))
+	s.FailGang("ns/g", "it did not fit")
+	if st, _ := s.GangStatus("ns/g"); st.BackoffUntil.IsZero() {
+		t.Fatal("the failed gang does not back off")
+	}
+	again := podGroup("g", 2, nil)
+	s.OnPodGroup(again) // the same PodGroup again: its backoff stays
+	if st, _ := s.GangStatus("ns/g"); st.BackoffUntil.IsZero() {
+		t.Error("the same PodGroup delivered again lost its backoff")
+	}
+	again = again.DeepCopy()
+	again.UID = "pg-g-made-again"
+	s.OnPodGroup(again)
+	if st, _ := s.GangStatus("ns/g"); !st.BackoffUntil.IsZero() || st.LastFailure != "" {
+		t.Errorf("a PodGroup made again backs off until %v after %q; want no backoff", st.BackoffUntil, st.LastFailure)
+	}
+}
