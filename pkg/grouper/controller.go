@@ -146,7 +146,10 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	}
 	if k, ok := g.State.GangOf(pod); ok && !k.Native() && pod.Spec.SchedulerName == g.SchedulerName {
 		_, name := k.Split()
-		return reconcile.Result{}, g.mend(ctx, pod, name)
+		if err := g.mend(ctx, pod, name); !errors.Is(err, errRuleAgain) {
+			return reconcile.Result{}, err
+		}
+		return g.group(ctx, pod)
 	}
 	if g.Kinds.Groupable(pod, g.SchedulerName) && g.State.PodGroupsUnreadable() {
 		// Scheduled as before while PodGroups cannot be read; once they
@@ -355,7 +358,26 @@ func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) error 
 		return nil // its workload is gone or unreadable: nothing to mend from
 	}
 	plan, _ := PlanFor(chain, g.Kinds, g.reader.jobsOf)
+	k := gang.Key(pod.Namespace + "/" + name)
+	if have != nil && plan == nil && madeForChain(have, chain) {
+		// Its workload asks for no gang any more (its annotation
+		// removed): while none of its pods is placed, the PodGroup goes,
+		// and its pods are ruled on anew (below, once it is gone); a
+		// gang placed keeps it until its pods end.
+		if st, ok := g.State.GangStatus(k); ok && st.Placed == 0 {
+			klog.FromContext(ctx).V(2).Info("Deleting a PodGroup its workload no longer asks for", "podGroup", klog.KObj(have))
+			return client.IgnoreNotFound(g.client.Delete(ctx, have, client.Preconditions{UID: &have.UID}))
+		}
+		return nil
+	}
 	if plan == nil || plan.Name != name {
+		if have == nil && g.State.Released(k) {
+			// Its PodGroup is gone and its workload asks for it no
+			// more: its pods are ruled on anew rather than wait for a
+			// PodGroup no one will make.
+			klog.FromContext(ctx).V(2).Info("A PodGroup is gone and its workload no longer asks for it: its waiting pods are ruled on anew", "podGroup", klog.KRef(pod.Namespace, name))
+			return errRuleAgain
+		}
 		return nil
 	}
 	if have == nil {
@@ -370,6 +392,24 @@ func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) error 
 	klog.FromContext(ctx).V(2).Info("Mending a PodGroup from its workload", "podGroup", klog.KObj(have), "minMember", plan.Min, "minFrom", plan.MinFrom)
 	return client.IgnoreNotFound(g.client.Patch(ctx, Mended(have, want), client.MergeFrom(have)))
 }
+
+// madeForChain tells whether pg names one of chain's workloads as its
+// owner: Cardinal made it for the pod's own workload.
+func madeForChain(pg *schedv1alpha1.PodGroup, chain Chain) bool {
+	if len(pg.OwnerReferences) == 0 {
+		return false
+	}
+	for _, l := range chain.Links {
+		if l.Obj.GetUID() == pg.OwnerReferences[0].UID {
+			return true
+		}
+	}
+	return false
+}
+
+// errRuleAgain is mend's word that a pod's gang was released and the pod
+// awaits a ruling again.
+var errRuleAgain = errors.New("the pod awaits a ruling again")
 
 // ownerLives tells whether the workload a PodGroup names as its owner,
 // in namespace, still exists: gone only when a reader that has listed its

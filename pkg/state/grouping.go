@@ -269,6 +269,40 @@ func (s *State) Ungrouped(pod *corev1.Pod) bool {
 	return true
 }
 
+// Released takes back the grouper's rulings that put pods in gang k, its
+// PodGroup deleted while they waited and their workload asking for it no
+// more (its annotation removed or changed, its kind no longer grouped):
+// its pods not yet placed await a ruling again, and the grouper rules on
+// them as on new pods. Placed pods keep their gang. It returns whether
+// any pod was released.
+func (s *State) Released(k gang.Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.books.gangs[k]
+	if g == nil || g.group != nil {
+		return false
+	}
+	var released []*corev1.Pod
+	for _, e := range g.members {
+		if e.ruling != ruledGrouped || e.placed() {
+			continue
+		}
+		if _, named := gang.Of(e.pod); named {
+			continue
+		}
+		released = append(released, e.pod)
+	}
+	for _, pod := range released {
+		e := s.books.pods[pod.UID]
+		e.ruling = unruled
+		s.books.groupedAs.Delete(pod.UID)
+		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
+	}
+	// Woken, they are held at PreEnqueue until ruled on.
+	s.activateLocked(slices.Values(released))
+	return len(released) > 0
+}
+
 // GangMember is one pod of gang k that the state has recorded (pending or
 // placed), nil if it has none: the grouper reads a gang's workload anew
 // from it when the workload changes.

@@ -289,3 +289,49 @@ func TestNeverMovedIntoAGangOnceQueued(t *testing.T) {
 		t.Error("the held pod was not put in its gang")
 	}
 }
+
+// TestReleasedPodsAwaitARulingAgain: the PodGroup the grouper made is
+// deleted while its pods wait and their workload no longer asks for a
+// gang: the pods leave the gang and await a ruling again, rather than
+// wait for a PodGroup no one will make; a placed pod keeps its gang.
+func TestReleasedPodsAwaitARulingAgain(t *testing.T) {
+	s, _ := newTestState(func(st *Settings) { st.GroupedKinds = workload.NewKinds(workload.Job) })
+	pg := podGroup("train", 2, nil)
+	s.OnPodGroup(pg)
+	k := gang.Key("ns/train")
+	pods := make([]*corev1.Pod, 3)
+	for i := range pods {
+		pods[i] = builder.MakePod("ns", fmt.Sprintf("train-%d", i)).ControlledBy("batch/v1", "Job", "train", "job-uid").GPU(1).Obj()
+		pods[i].UID = types.UID(pods[i].Name)
+		s.OnPod(pods[i])
+	}
+	s.Grouped(pods, k)
+	if s.Released(k) {
+		t.Fatal("released while its PodGroup exists")
+	}
+	s.OnPod(bound(pods[2], "n"))
+	s.OnPodGroupGone(pg)
+	s.Flush(&fake.Framework{})
+	if !s.Released(k) {
+		t.Fatal("nothing released")
+	}
+	fw := &fake.Framework{}
+	s.Flush(fw)
+	if diff := cmp.Diff([]string{"ns/train-0", "ns/train-1"}, fw.Activated()); diff != "" {
+		t.Errorf("woken (-want, +got):\n%s", diff)
+	}
+	for _, p := range pods[:2] {
+		if got, ok := s.GangOf(p); ok {
+			t.Errorf("GangOf(%s) = %q; want none", p.Name, got)
+		}
+		if !s.AwaitsGrouping(p) {
+			t.Errorf("%s does not await a ruling", p.Name)
+		}
+	}
+	if got, ok := s.GangOf(pods[2]); !ok || got != k {
+		t.Errorf("the bound pod's gang is %q, %v; want %q", got, ok, k)
+	}
+	if s.Released(k) {
+		t.Error("released twice")
+	}
+}

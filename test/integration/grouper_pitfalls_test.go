@@ -310,8 +310,9 @@ func TestWhyOfAGroupedPod(t *testing.T) {
 }
 
 // TestGroupingWhenThingsChange: a PodGroup the grouper made and someone
-// deleted while its pods wait is made again and the gang binds; one it
-// may not make (a ResourceQuota on PodGroups) gets PodGroupNotMade and the
+// deleted while its pods wait is made again and the gang binds; one whose
+// workload no longer asks for a gang, none of its pods placed, goes, and
+// its pods run alone; one it may not make (a ResourceQuota on PodGroups) gets PodGroupNotMade and the
 // pods run alone; a workload annotated after its pods started alone keeps
 // its new pods alone (StartedAlone) rather than make a gang they could
 // never complete.
@@ -341,6 +342,28 @@ func TestGroupingWhenThingsChange(t *testing.T) {
 		})
 		createNodes(t, rowNode(ns, 1, 1))
 		waitBound(t, ns, gangsBound(map[string]int{"again": 3}))
+	})
+
+	t.Run("a workload that no longer asks for a gang", func(t *testing.T) {
+		ns := createGPUNamespace(t, "pg-dropped")
+		createNodes(t, rowNode(ns, 0, 2))
+		tmpl := gpuTemplate(ns, nil)
+		sts := createStatefulSet(t, ns, "db", 3, tmpl, nil, ann("3"), nil)
+		for i := range 3 {
+			createPods(t, podOf(ns, fmt.Sprintf("db-%d", i), tmpl, controlledBy(sts, "apps/v1", "StatefulSet"), map[string]string{"sts": "db"}))
+		}
+		waitMadePodGroup(t, ns, "db", madeFor("StatefulSet", sts, 3, "", ""))
+		holdBound(t, ns, 0) // 2 of 3 fit: the gang waits
+		patch := []byte(`{"metadata":{"annotations":{"cardinal.dev/min-member":null}}}`)
+		if _, err := env.kube.AppsV1().StatefulSets(ns).Patch(ctx, "db", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// None of its pods placed, its PodGroup goes and its pods are
+		// ruled on anew, as pods of a StatefulSet that asks for no gang:
+		// two of them fit, alone, and no PodGroup is made again.
+		waitBound(t, ns, boundCount(2))
+		noPodGroup(t, ns, "db")
+		holdBound(t, ns, 2)
 	})
 
 	t.Run("PodGroupNotMade", func(t *testing.T) {
