@@ -116,19 +116,31 @@ func (g *Grouper) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 			}, q)
 		})).
 		// A PodGroup the grouper made, deleted while its pods wait, is
-		// made again (mend): one of its pods is asked for.
+		// made again (mend), or its pods ruled on anew if their workload
+		// no longer asks for it; one made is checked against its
+		// workload as it is now (a reconcile that read it before a
+		// change may have made it): one of its pods is asked for.
 		Watches(&schedv1alpha1.PodGroup{}, handler.Funcs{
+			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				g.askForMember(e.Object, q)
+			},
 			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				pg, ok := e.Object.(*schedv1alpha1.PodGroup)
-				if !ok || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
-					return
-				}
-				if p := g.State.GangMember(gang.KeyOf(pg)); p != nil {
-					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
-				}
+				g.askForMember(e.Object, q)
 			},
 		}).
 		Complete(g)
+}
+
+// askForMember asks for a pod of the gang of obj, a PodGroup the grouper
+// made, one waiting if it has one.
+func (g *Grouper) askForMember(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	pg, ok := obj.(*schedv1alpha1.PodGroup)
+	if !ok || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
+		return
+	}
+	if p := g.State.GangMember(gang.KeyOf(pg)); p != nil {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+	}
 }
 
 // Reconcile groups one pod the grouper may group and has not ruled on, or,
@@ -146,10 +158,11 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	}
 	if k, ok := g.State.GangOf(pod); ok && !k.Native() && pod.Spec.SchedulerName == g.SchedulerName {
 		_, name := k.Split()
-		if err := g.mend(ctx, pod, name); !errors.Is(err, errRuleAgain) {
-			return reconcile.Result{}, err
+		res, err := g.mend(ctx, pod, name)
+		if errors.Is(err, errRuleAgain) {
+			return g.group(ctx, pod)
 		}
-		return g.group(ctx, pod)
+		return res, err
 	}
 	if g.Kinds.Groupable(pod, g.SchedulerName) && g.State.PodGroupsUnreadable() {
 		// Scheduled as before while PodGroups cannot be read; once they
@@ -338,59 +351,70 @@ func (g *Grouper) ensure(ctx context.Context, pod *corev1.Pod, plan *Plan) (bool
 // mend brings the PodGroup a grouped pod is in up to date with its
 // workload: a Job's completions left, a JobSet's Jobs, an annotation
 // changed. A PodGroup someone else made is left alone.
-func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) error {
+func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) (reconcile.Result, error) {
 	have := &schedv1alpha1.PodGroup{}
 	if err := g.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, have); apierrors.IsNotFound(err) {
 		// Deleted while pods the grouper put in its gang wait for it:
 		// made again, if its workload still asks for it.
 		if !g.State.GroupedAndWaiting(pod) {
-			return nil
+			return reconcile.Result{}, nil
 		}
 		have = nil
 	} else if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if have != nil && have.Annotations[v1alpha1.GroupedByAnnotation] == "" {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	chain, err := Walk(g.reader, pod)
 	if err != nil {
-		return nil // its workload is gone or unreadable: nothing to mend from
+		return reconcile.Result{}, nil // its workload is gone or unreadable: nothing to mend from
 	}
 	plan, _ := PlanFor(chain, g.Kinds, g.reader.jobsOf)
 	k := gang.Key(pod.Namespace + "/" + name)
 	if have != nil && plan == nil && madeForChain(have, chain) {
 		// Its workload asks for no gang any more (its annotation
-		// removed): while none of its pods is placed, the PodGroup goes,
-		// and its pods are ruled on anew (below, once it is gone); a
-		// gang placed keeps it until its pods end.
-		if st, ok := g.State.GangStatus(k); ok && st.Placed == 0 {
-			klog.FromContext(ctx).V(2).Info("Deleting a PodGroup its workload no longer asks for", "podGroup", klog.KObj(have))
-			return client.IgnoreNotFound(g.client.Delete(ctx, have, client.Preconditions{UID: &have.UID}))
+		// removed): while none of its pods is placed, as this process
+		// has seen them since it ruled on them, the PodGroup goes, and
+		// its pods are ruled on anew once it is gone (asked again
+		// below); a gang placed keeps it until its pods end.
+		if st, ok := g.State.GangStatus(k); !ok || st.Placed > 0 || !g.State.Synced() || !g.State.GroupedAndWaiting(pod) {
+			return reconcile.Result{}, nil
 		}
-		return nil
+		klog.FromContext(ctx).V(2).Info("Deleting a PodGroup its workload no longer asks for", "podGroup", klog.KObj(have))
+		if err := g.client.Delete(ctx, have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: retryUnseen}, nil
 	}
 	if plan == nil || plan.Name != name {
-		if have == nil && g.State.Released(k) {
+		if have != nil {
+			return reconcile.Result{}, nil
+		}
+		switch released, stillThere := g.State.Released(k); {
+		case released:
 			// Its PodGroup is gone and its workload asks for it no
 			// more: its pods are ruled on anew rather than wait for a
 			// PodGroup no one will make.
 			klog.FromContext(ctx).V(2).Info("A PodGroup is gone and its workload no longer asks for it: its waiting pods are ruled on anew", "podGroup", klog.KRef(pod.Namespace, name))
-			return errRuleAgain
+			return reconcile.Result{}, errRuleAgain
+		case stillThere:
+			// The scheduler's own informer has not seen it go yet.
+			return reconcile.Result{RequeueAfter: retryUnseen}, nil
 		}
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if have == nil {
 		klog.FromContext(ctx).V(2).Info("Making again a PodGroup deleted while its pods wait", "podGroup", klog.KRef(pod.Namespace, name))
 		_, err := g.ensure(ctx, pod, plan)
-		return err
+		return reconcile.Result{}, err
 	}
 	want := PodGroupFor(plan, pod.Namespace)
 	if action, err := Decide(have, want, g.ownerLives(pod.Namespace)); err != nil || action != Update {
-		return err
+		return reconcile.Result{}, err
 	}
 	klog.FromContext(ctx).V(2).Info("Mending a PodGroup from its workload", "podGroup", klog.KObj(have), "minMember", plan.Min, "minFrom", plan.MinFrom)
-	return client.IgnoreNotFound(g.client.Patch(ctx, Mended(have, want), client.MergeFrom(have)))
+	return reconcile.Result{}, client.IgnoreNotFound(g.client.Patch(ctx, Mended(have, want), client.MergeFrom(have)))
 }
 
 // madeForChain tells whether pg names one of chain's workloads as its
@@ -414,18 +438,31 @@ var errRuleAgain = errors.New("the pod awaits a ruling again")
 // ownerLives tells whether the workload a PodGroup names as its owner,
 // in namespace, still exists: gone only when a reader that has listed its
 // kind finds no object of that name, or one of another UID (deleted and
-// made again). Any other answer (its kind not listed yet after a start,
-// the read refused) is an error, and the PodGroup is left as it is.
+// made again), or the cluster no longer serves its kind. An owner of a
+// kind Cardinal does not read, or may not read, is taken as living: the
+// PodGroup is left alone (PodGroupNameConflict). Any other answer (its
+// kind not listed yet after a start) is an error, and the PodGroup is
+// left as it is until the owner can be read.
 func (g *Grouper) ownerLives(namespace string) func(metav1.OwnerReference) (bool, error) {
 	return func(ref metav1.OwnerReference) (bool, error) {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil {
-			return false, nil // not a workload anyone can make again
+			return true, nil
 		}
-		obj, err := g.reader.Get(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, namespace, ref.Name)
+		gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
+		switch {
+		case !g.reader.Reads(gk):
+			return true, nil
+		case g.reader.Absent(gk):
+			return false, nil
+		}
+		obj, err := g.reader.Get(gk, namespace, ref.Name)
+		var unreadable *Unreadable
 		switch {
 		case apierrors.IsNotFound(err):
 			return false, nil
+		case errors.As(err, &unreadable):
+			return true, nil
 		case err != nil:
 			return false, err
 		}

@@ -123,7 +123,7 @@ func PlanFor(c Chain, kinds workload.Kinds, jobsOf children) (*Plan, []Problem) 
 	var problems []Problem
 	var gangMin int32
 	from := ""
-	for _, l := range annotated(c) {
+	for _, l := range annotated(c, u) {
 		v, ok := l.Obj.GetAnnotations()[v1alpha1.MinMemberAnnotation]
 		if !ok {
 			continue
@@ -207,16 +207,25 @@ func PlanFor(c Chain, kinds workload.Kinds, jobsOf children) (*Plan, []Problem) 
 }
 
 // annotated are the owners whose min-member annotation counts (SPEC §7
-// rule 2): the pod's controller, then its top-level owner.
-func annotated(c Chain) []Link {
+// rule 2): the pod's controller, then its top-level owner. Where the gang
+// is of a workload above the pod's controller (a JobSet's Jobs, a
+// LeaderWorkerSet's StatefulSets), the controllers differ between the
+// gang's pods and may be annotated differently (a JobSet copies each
+// replicated job's annotations onto its Jobs): the gang's workload and
+// its top-level owner count then, so that every pod plans the same min.
+func annotated(c Chain, u *Unit) []Link {
 	ctrl, top := c.Controller(), c.Top()
 	if ctrl == nil {
 		return nil
 	}
-	if top.Obj.GetUID() == ctrl.Obj.GetUID() {
-		return []Link{*ctrl}
+	first := *ctrl
+	if ctrl.Obj.GetUID() != u.Obj.GetUID() {
+		first = Link{Kind: u.Kind, Obj: u.Obj}
 	}
-	return []Link{*ctrl, *top}
+	if top.Obj.GetUID() == first.Obj.GetUID() {
+		return []Link{first}
+	}
+	return []Link{first, *top}
 }
 
 func topObj(c Chain) *unstructured.Unstructured {

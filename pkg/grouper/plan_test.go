@@ -174,6 +174,25 @@ func TestPlanFor(t *testing.T) {
 			want: &want{name: "sim", min: 3, max: 8, minResourcesGPUs: 3},
 		},
 		{
+			// A JobSet copies each replicated job's annotations onto its
+			// Jobs: were they read, the gang's pods would plan different
+			// mins, and its PodGroup would be patched back and forth.
+			name: "a JobSet's Jobs' annotations do not count: every pod of its gang plans the same min",
+			objs: []wl{jobSet("sim", replicated("workers", 1, 4, 0), replicated("driver", 1, 1, 0)),
+				job("sim-workers-0", 4, 0).ownedBy(jobSet("sim")).annotated(minAnn, "2"),
+				job("sim-driver-0", 1, 0).ownedBy(jobSet("sim")).annotated(minAnn, "1")},
+			pod:  func() *corev1.Pod { return podOf(job("sim-workers-0", 4, 0).ownedBy(jobSet("sim")), "sim-w-0") },
+			want: &want{name: "sim", min: 5, max: 5, minResourcesGPUs: 5},
+		},
+		{
+			name: "the same gang, planned from its other Job's pod",
+			objs: []wl{jobSet("sim", replicated("workers", 1, 4, 0), replicated("driver", 1, 1, 0)),
+				job("sim-workers-0", 4, 0).ownedBy(jobSet("sim")).annotated(minAnn, "2"),
+				job("sim-driver-0", 1, 0).ownedBy(jobSet("sim")).annotated(minAnn, "1")},
+			pod:  func() *corev1.Pod { return podOf(job("sim-driver-0", 1, 0).ownedBy(jobSet("sim")), "sim-d-0") },
+			want: &want{name: "sim", min: 5, max: 5, minResourcesGPUs: 5},
+		},
+		{
 			name:  "a JobSet's Jobs are gangs of their own when only Jobs are grouped",
 			objs:  []wl{jobSet("sim", replicated("workers", 2, 4, 0)), job("sim-workers-0", 4, 0).ownedBy(jobSet("sim")).annotated(minAnn, "4")},
 			pod:   func() *corev1.Pod { return podOf(job("sim-workers-0", 4, 0).ownedBy(jobSet("sim")), "sim-w-0") },

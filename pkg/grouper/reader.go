@@ -153,6 +153,23 @@ func (r *reader) Knows(gk schema.GroupKind) bool {
 	return ck == nil || ck.absentSince.IsZero() || time.Since(ck.absentSince) > absentFor
 }
 
+// Reads tells whether gk is a kind the reader reads at all: Kubernetes'
+// own, or a wanted custom kind.
+func (r *reader) Reads(gk schema.GroupKind) bool {
+	_, builtin := r.builtin[gk]
+	return builtin || slices.Contains(r.wanted, gk)
+}
+
+// Absent tells whether gk is a wanted custom kind the cluster was last
+// found not to serve (its CRD not installed, or removed): no object of it
+// exists.
+func (r *reader) Absent(gk schema.GroupKind) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ck := r.custom[gk]
+	return ck != nil && !ck.absentSince.IsZero()
+}
+
 // Get reads namespace/name of kind gk, as an unstructured object with its
 // apiVersion and kind set.
 func (r *reader) Get(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, error) {

@@ -28,6 +28,12 @@ func TestOwnerLivesWaitsForItsKindToList(t *testing.T) {
 		return metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: types.UID(uid)}
 	}
 
+	// A PodGroup claiming an owner of a kind Cardinal does not read (a
+	// tenant's forgery) is left alone, at once, with no error to retry.
+	cm := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "train", UID: "cm"}
+	if ok, err := lives(cm); err != nil || !ok {
+		t.Errorf("an owner of a kind not read: lives = %v, %v; want true", ok, err)
+	}
 	if ok, err := lives(ref("gone", "then")); !errors.Is(err, errNotYet) || ok {
 		t.Fatalf("before the Jobs are listed: lives = %v, %v; want an error that it is not read yet", ok, err)
 	}

@@ -137,14 +137,16 @@ func (s *State) onGroup(k gang.Key, pg *schedv1alpha1.PodGroup) {
 	g := s.gangLocked(k)
 	old := g.group
 	g.group = pg
+	if g.groupUID != "" && g.groupUID != pg.UID {
+		// Another PodGroup of the name (a workload deleted and made
+		// again): it does not inherit the backoff of the one before.
+		g.backoffUntil, g.lastFailure = time.Time{}, ""
+	}
+	g.groupUID = pg.UID
 	if old == nil || old.UID != pg.UID {
 		// A PodGroup created anew waits since its creation, and is
-		// narrowed anew (narrow.go); it does not inherit the backoff of
-		// the one it replaces (a workload deleted and made again).
+		// narrowed anew (narrow.go).
 		g.minBound, g.waitSince, g.narrowMissed = "", time.Time{}, false
-		if old != nil {
-			g.backoffUntil, g.lastFailure = time.Time{}, ""
-		}
 	}
 	s.books.gangCreated.LoadOrStore(g.key, pg.CreationTimestamp.Time)
 	if old == nil || !maps.Equal(old.Labels, pg.Labels) {

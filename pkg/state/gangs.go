@@ -19,6 +19,8 @@ type gangEntry struct {
 	key gang.Key
 	// group is the PodGroup as the informer last delivered it; nil until seen.
 	group *schedv1alpha1.PodGroup
+	// groupUID is the UID of the last PodGroup seen, kept once it is gone.
+	groupUID types.UID
 	// members are the gang's live pods of Cardinal's profile.
 	members map[types.UID]*podEntry
 	// foreign are live pods that join the gang but name another scheduler:

@@ -273,48 +273,59 @@ func (s *State) Ungrouped(pod *corev1.Pod) bool {
 // PodGroup deleted while they waited and their workload asking for it no
 // more (its annotation removed or changed, its kind no longer grouped):
 // its pods not yet placed await a ruling again, and the grouper rules on
-// them as on new pods. Placed pods keep their gang. It returns whether
-// any pod was released.
-func (s *State) Released(k gang.Key) bool {
+// them as on new pods. Placed and terminating pods keep their gang. It
+// says whether any pod was released, and whether the state still has
+// gang k's PodGroup (its informer has not delivered the deletion yet:
+// the grouper asks again).
+func (s *State) Released(k gang.Key) (released, stillThere bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.books.gangs[k]
-	if g == nil || g.group != nil {
-		return false
+	if g == nil {
+		return false, false
 	}
-	var released []*corev1.Pod
+	if g.group != nil {
+		return false, true
+	}
+	var pods []*corev1.Pod
 	for _, e := range g.members {
-		if e.ruling != ruledGrouped || e.placed() {
+		if e.ruling != ruledGrouped || e.placed() || e.terminating {
 			continue
 		}
 		if _, named := gang.Of(e.pod); named {
 			continue
 		}
-		released = append(released, e.pod)
+		pods = append(pods, e.pod)
 	}
-	for _, pod := range released {
+	for _, pod := range pods {
 		e := s.books.pods[pod.UID]
 		e.ruling = unruled
 		s.books.groupedAs.Delete(pod.UID)
 		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}
 	// Woken, they are held at PreEnqueue until ruled on.
-	s.activateLocked(slices.Values(released))
-	return len(released) > 0
+	s.activateLocked(slices.Values(pods))
+	return len(pods) > 0, false
 }
 
-// GangMember is one pod of gang k that the state has recorded (pending or
-// placed), nil if it has none: the grouper reads a gang's workload anew
-// from it when the workload changes.
+// GangMember is one pod of gang k that the state has recorded, one not
+// placed if it has any, nil if it has none: the grouper reads a gang's
+// workload anew from it when the workload or its PodGroup changes.
 func (s *State) GangMember(k gang.Key) *corev1.Pod {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if g := s.books.gangs[k]; g != nil {
-		for _, e := range g.members {
+	g := s.books.gangs[k]
+	if g == nil {
+		return nil
+	}
+	var any *corev1.Pod
+	for _, e := range g.members {
+		if !e.placed() {
 			return e.pod
 		}
+		any = e.pod
 	}
-	return nil
+	return any
 }
 
 // GangPods are the pods of gang k the state has recorded, pending or

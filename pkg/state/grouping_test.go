@@ -306,14 +306,17 @@ func TestReleasedPodsAwaitARulingAgain(t *testing.T) {
 		s.OnPod(pods[i])
 	}
 	s.Grouped(pods, k)
-	if s.Released(k) {
-		t.Fatal("released while its PodGroup exists")
+	if released, stillThere := s.Released(k); released || !stillThere {
+		t.Fatalf("while its PodGroup exists: released %v, still there %v; want false, true", released, stillThere)
 	}
 	s.OnPod(bound(pods[2], "n"))
+	if got := s.GangMember(k); got == nil || got.Name == "train-2" {
+		t.Errorf("GangMember = %v; want a pod not placed", got)
+	}
 	s.OnPodGroupGone(pg)
 	s.Flush(&fake.Framework{})
-	if !s.Released(k) {
-		t.Fatal("nothing released")
+	if released, stillThere := s.Released(k); !released || stillThere {
+		t.Fatalf("once its PodGroup is gone: released %v, still there %v; want true, false", released, stillThere)
 	}
 	fw := &fake.Framework{}
 	s.Flush(fw)
@@ -331,7 +334,7 @@ func TestReleasedPodsAwaitARulingAgain(t *testing.T) {
 	if got, ok := s.GangOf(pods[2]); !ok || got != k {
 		t.Errorf("the bound pod's gang is %q, %v; want %q", got, ok, k)
 	}
-	if s.Released(k) {
+	if released, _ := s.Released(k); released {
 		t.Error("released twice")
 	}
 }

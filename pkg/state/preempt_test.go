@@ -586,6 +586,7 @@ func TestNewPodGroupDoesNotInheritBackoff(t *testing.T) {
 	if st, _ := s.GangStatus("ns/g"); st.BackoffUntil.IsZero() {
 		t.Error("the same PodGroup delivered again lost its backoff")
 	}
+	s.OnPodGroupGone(again)
 	again = again.DeepCopy()
 	again.UID = "pg-g-made-again"
 	s.OnPodGroup(again)
