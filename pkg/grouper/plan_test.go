@@ -82,6 +82,9 @@ func TestPlanFor(t *testing.T) {
 	rayJobCluster := rayCluster("batch-raycluster-x1", 3, 3).ownedBy(rayJob)
 	submitter := job("batch", 1, 1).ownedBy(rayJob)
 	partJobSet := jobSet("part", replicated("w", 1, 4, 6))
+	workersJob, driverJob := job("sim-workers-0", 4, 0).ownedBy(jobSet("sim")), job("sim-driver-0", 1, 0).ownedBy(jobSet("sim"))
+	mixedJobSet := []wl{jobSet("sim", replicated("workers", 1, 4, 0), replicated("driver", 1, 1, 0)),
+		workersJob.annotated(minAnn, "2"), driverJob.annotated(minAnn, "1")}
 	partJob := job("part-w-0", 4, 6).ownedBy(partJobSet).status(map[string]any{"succeeded": int64(4)})
 	longName := strings.Repeat("a", 70)
 
@@ -178,18 +181,14 @@ func TestPlanFor(t *testing.T) {
 			// Jobs: were they read, the gang's pods would plan different
 			// mins, and its PodGroup would be patched back and forth.
 			name: "a JobSet's Jobs' annotations do not count: every pod of its gang plans the same min",
-			objs: []wl{jobSet("sim", replicated("workers", 1, 4, 0), replicated("driver", 1, 1, 0)),
-				job("sim-workers-0", 4, 0).ownedBy(jobSet("sim")).annotated(minAnn, "2"),
-				job("sim-driver-0", 1, 0).ownedBy(jobSet("sim")).annotated(minAnn, "1")},
-			pod:  func() *corev1.Pod { return podOf(job("sim-workers-0", 4, 0).ownedBy(jobSet("sim")), "sim-w-0") },
+			objs: mixedJobSet,
+			pod:  func() *corev1.Pod { return podOf(workersJob, "sim-w-0") },
 			want: &want{name: "sim", min: 5, max: 5, minResourcesGPUs: 5},
 		},
 		{
 			name: "the same gang, planned from its other Job's pod",
-			objs: []wl{jobSet("sim", replicated("workers", 1, 4, 0), replicated("driver", 1, 1, 0)),
-				job("sim-workers-0", 4, 0).ownedBy(jobSet("sim")).annotated(minAnn, "2"),
-				job("sim-driver-0", 1, 0).ownedBy(jobSet("sim")).annotated(minAnn, "1")},
-			pod:  func() *corev1.Pod { return podOf(job("sim-driver-0", 1, 0).ownedBy(jobSet("sim")), "sim-d-0") },
+			objs: mixedJobSet,
+			pod:  func() *corev1.Pod { return podOf(driverJob, "sim-d-0") },
 			want: &want{name: "sim", min: 5, max: 5, minResourcesGPUs: 5},
 		},
 		{
