@@ -127,7 +127,7 @@ func resourceList(m map[string]string) (corev1.ResourceList, error) {
 // resource pods request them through (CapacityScheduling knows resources,
 // not models). A card resource none of the queue's models uses gets max 0,
 // as Cardinal lets no queue use a model it does not list; cpu, memory and
-// pods the queue does not cap get a max no cluster reaches, since
+// pods the queue does not cap get a min and max no cluster reaches, since
 // CapacityScheduling caps a resource max leaves out at zero.
 func elasticQuotaOf(q trace.Queue, resources map[string]corev1.ResourceName, cardResources []corev1.ResourceName) map[string]any {
 	minList, maxList := map[string]any{}, map[string]any{}
@@ -147,7 +147,12 @@ func elasticQuotaOf(q trace.Queue, resources map[string]corev1.ResourceName, car
 		maxList[string(r)] = strconv.FormatInt(n, 10)
 	}
 	for _, r := range []string{"cpu", "memory", "pods"} {
-		maxList[r] = map[string]string{"cpu": "1000000", "memory": "1000Ti", "pods": "1000000"}[r]
+		// In min too: CapacityScheduling turns away a pod beyond its
+		// quota's min when the quotas' used, added up, pass their mins
+		// added up, resource by resource; a resource no min names adds
+		// up to zero, and every pod would be turned away for its cpu.
+		v := map[string]string{"cpu": "1000000", "memory": "1000Ti", "pods": "1000000"}[r]
+		minList[r], maxList[r] = v, v
 	}
 	for r, v := range q.Guarantee {
 		minList[r] = v
