@@ -1,0 +1,141 @@
+package grouper
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
+	"cardinal.dev/cardinal/pkg/gang"
+)
+
+// mend brings the PodGroup a grouped pod is in up to date with its
+// workload: a Job's completions left, a JobSet's Jobs, an annotation
+// changed. A PodGroup someone else made is left alone.
+func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) (reconcile.Result, error) {
+	have := &schedv1alpha1.PodGroup{}
+	if err := g.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, have); apierrors.IsNotFound(err) {
+		// Deleted while pods the grouper put in its gang wait for it:
+		// made again, if its workload still asks for it.
+		if !g.State.GroupedAndWaiting(pod) {
+			return reconcile.Result{}, nil
+		}
+		have = nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	if have != nil && have.Annotations[v1alpha1.GroupedByAnnotation] == "" {
+		return reconcile.Result{}, nil
+	}
+	chain, err := Walk(g.reader, pod)
+	if err != nil {
+		return reconcile.Result{}, nil // its workload is gone or unreadable: nothing to mend from
+	}
+	plan, _ := PlanFor(chain, g.Kinds, g.reader.jobsOf)
+	k := gang.Key(pod.Namespace + "/" + name)
+	if have != nil && plan == nil && madeForChain(have, chain) {
+		// Its workload asks for no gang any more (its annotation
+		// removed): while none of its pods is placed, as this process
+		// has seen them since it ruled on them, the PodGroup goes, and
+		// its pods are ruled on anew once it is gone (asked again
+		// below); a gang placed keeps it until its pods end.
+		if st, ok := g.State.GangStatus(k); !ok || st.Placed > 0 || !g.State.Synced() || !g.State.GroupedAndWaiting(pod) {
+			return reconcile.Result{}, nil
+		}
+		klog.FromContext(ctx).V(2).Info("Deleting a PodGroup its workload no longer asks for", "podGroup", klog.KObj(have))
+		if err := g.client.Delete(ctx, have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: retryUnseen}, nil
+	}
+	if plan == nil || plan.Name != name {
+		if have != nil {
+			return reconcile.Result{}, nil
+		}
+		switch released, stillThere := g.State.Released(k); {
+		case released:
+			// Its PodGroup is gone and its workload asks for it no
+			// more: its pods are ruled on anew rather than wait for a
+			// PodGroup no one will make.
+			klog.FromContext(ctx).V(2).Info("A PodGroup is gone and its workload no longer asks for it: its waiting pods are ruled on anew", "podGroup", klog.KRef(pod.Namespace, name))
+			return reconcile.Result{}, errRuleAgain
+		case stillThere:
+			// The scheduler's own informer has not seen it go yet.
+			return reconcile.Result{RequeueAfter: retryUnseen}, nil
+		}
+		return reconcile.Result{}, nil
+	}
+	if have == nil {
+		klog.FromContext(ctx).V(2).Info("Making again a PodGroup deleted while its pods wait", "podGroup", klog.KRef(pod.Namespace, name))
+		_, err := g.ensure(ctx, pod, plan)
+		return reconcile.Result{}, err
+	}
+	want := PodGroupFor(plan, pod.Namespace)
+	if action, err := Decide(have, want, g.ownerLives(pod.Namespace)); err != nil || action != Update {
+		return reconcile.Result{}, err
+	}
+	klog.FromContext(ctx).V(2).Info("Mending a PodGroup from its workload", "podGroup", klog.KObj(have), "minMember", plan.Min, "minFrom", plan.MinFrom)
+	return reconcile.Result{}, client.IgnoreNotFound(g.client.Patch(ctx, Mended(have, want), client.MergeFrom(have)))
+}
+
+// madeForChain tells whether pg names one of chain's workloads as its
+// owner: Cardinal made it for the pod's own workload.
+func madeForChain(pg *schedv1alpha1.PodGroup, chain Chain) bool {
+	if len(pg.OwnerReferences) == 0 {
+		return false
+	}
+	for _, l := range chain.Links {
+		if l.Obj.GetUID() == pg.OwnerReferences[0].UID {
+			return true
+		}
+	}
+	return false
+}
+
+// errRuleAgain is mend's word that a pod's gang was released and the pod
+// awaits a ruling again.
+var errRuleAgain = errors.New("the pod awaits a ruling again")
+
+// ownerLives tells whether the workload a PodGroup names as its owner,
+// in namespace, still exists: gone only when a reader that has listed its
+// kind finds no object of that name, or one of another UID (deleted and
+// made again), or the cluster no longer serves its kind. An owner of a
+// kind Cardinal does not read, or may not read, is taken as living: the
+// PodGroup is left alone (PodGroupNameConflict). Any other answer (its
+// kind not listed yet after a start) is an error, and the PodGroup is
+// left as it is until the owner can be read.
+func (g *Grouper) ownerLives(namespace string) func(metav1.OwnerReference) (bool, error) {
+	return func(ref metav1.OwnerReference) (bool, error) {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			return true, nil
+		}
+		gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
+		switch {
+		case !g.reader.Reads(gk):
+			return true, nil
+		case g.reader.Absent(gk):
+			return false, nil
+		}
+		obj, err := g.reader.Get(gk, namespace, ref.Name)
+		var unreadable *Unreadable
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case errors.As(err, &unreadable):
+			return true, nil
+		case err != nil:
+			return false, err
+		}
+		return obj.GetUID() == ref.UID, nil
+	}
+}
