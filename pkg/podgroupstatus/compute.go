@@ -30,7 +30,7 @@ type Summary struct {
 // parts.
 func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, reason string) Summary {
 	var s Summary
-	var live int32
+	var live, gated int32
 	var first *corev1.Pod
 	for _, p := range pods {
 		switch p.Status.Phase {
@@ -46,6 +46,9 @@ func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, reason string) Summ
 		}
 		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
 			live++
+		}
+		if len(p.Spec.SchedulingGates) > 0 {
+			gated++
 		}
 		if Waits(p) && (first == nil || gang.Less(p, first)) {
 			first = p
@@ -75,6 +78,12 @@ func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, reason string) Summ
 		switch {
 		case int32(len(pods)) < minMember:
 			s.WaitingReason = fmt.Sprintf("%d of minMember %d pods exist; waiting for %d more", len(pods), minMember, minMember-int32(len(pods)))
+		case gated > 0 && int32(len(pods))-gated < minMember:
+			// Pods behind scheduling gates are not tried: the gang is not
+			// complete without them (pkg/state, gangs.go).
+			have := int32(len(pods)) - gated
+			s.WaitingReason = fmt.Sprintf("%d of minMember %d pods can be scheduled (%d more behind scheduling gates); waiting for %d more",
+				have, minMember, gated, minMember-have)
 		case reason != "":
 			s.WaitingReason = fmt.Sprintf("%d of minMember %d pods scheduled; %s", s.Scheduled, minMember, reason)
 		default:

@@ -20,6 +20,8 @@ func TestCompute(t *testing.T) {
 	}
 	unschedulable := pod("a", "", corev1.PodPending)
 	unschedulable.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "0/3 nodes are available"}}
+	gated := pod("b", "", corev1.PodPending)
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
 	tests := []struct {
 		name string
 		pods []*corev1.Pod
@@ -28,6 +30,8 @@ func TestCompute(t *testing.T) {
 	}{
 		{"too few pods", []*corev1.Pod{pod("a", "", corev1.PodPending)}, "",
 			Summary{Phase: "Pending", WaitingReason: "1 of minMember 2 pods exist; waiting for 1 more"}},
+		{"a pod behind scheduling gates", []*corev1.Pod{pod("a", "", corev1.PodPending), gated}, "",
+			Summary{Phase: "Pending", WaitingReason: "1 of minMember 2 pods can be scheduled (1 more behind scheduling gates); waiting for 1 more"}},
 		{"waiting with a reason", []*corev1.Pod{pod("c", "", corev1.PodPending), unschedulable}, "",
 			Summary{Phase: "Pending", WaitingReason: "0 of minMember 2 pods scheduled; pod a: 0/3 nodes are available"}},
 		{"the first pod to place has no reason yet", []*corev1.Pod{pod("0", "", corev1.PodPending), unschedulable}, "",

@@ -62,19 +62,27 @@ func (r AwaitingGroup) Fix() string {
 	return "nothing if it lasts a moment: the grouper runs in the leading cardinal-scheduler; if it lasts, its events on the pod and the workload say why"
 }
 
-// GangIncomplete: fewer of the gang's pods exist than its minMember.
+// GangIncomplete: fewer of the gang's pods exist than its minMember, not
+// counting those behind scheduling gates (Gated).
 type GangIncomplete struct {
-	Gang      string
-	Have, Min int
+	Gang             string
+	Have, Gated, Min int
 }
 
 func (r GangIncomplete) String() string {
+	if r.Gated > 0 {
+		return fmt.Sprintf("gang %s has %d of its minMember %d pods that can be scheduled (%d more behind scheduling gates); waiting for %d more",
+			r.Gang, r.Have, r.Min, r.Gated, r.Min-r.Have)
+	}
 	return fmt.Sprintf("gang %s has %d of its minMember %d pods; waiting for %d more", r.Gang, r.Have, r.Min, r.Min-r.Have)
 }
 
 func (r GangIncomplete) Error() string { return r.String() }
 
 func (r GangIncomplete) Fix() string {
+	if r.Gated > 0 {
+		return fmt.Sprintf("remove the scheduling gates (spec.schedulingGates) of %d of its gated pods, create more pods of the gang, or lower its minMember", min(r.Gated, r.Min-r.Have))
+	}
 	return fmt.Sprintf("create %d more pods of the gang, or lower its minMember", r.Min-r.Have)
 }
 

@@ -56,7 +56,7 @@ func (a *assembly) refresh(g *gangEntry) (assembled, gotMin, lostMin bool) {
 	if g.needsMin() && g.reserved > 0 {
 		a.assembling.Insert(k)
 	}
-	if g.needsMin() && len(g.members) >= g.min() {
+	if g.needsMin() && g.triable() >= g.min() {
 		a.awaitingMin.Insert(k)
 	}
 	return wasAssembling && !a.assembling.Has(k), wasAwaiting && !a.awaitingMin.Has(k), !wasAwaiting && a.awaitingMin.Has(k)
@@ -132,7 +132,7 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 	if !start.Elastic && g.reserved == 0 {
 		start.Missing = g.min() - len(g.placed)
 		for _, m := range g.members {
-			if !m.placed() {
+			if !m.placed() && !m.gated {
 				start.Pending = append(start.Pending, m.pod)
 			}
 		}
@@ -141,7 +141,7 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 }
 
 // gangIncompleteLocked says why a gang cannot be tried at all: no PodGroup,
-// or fewer live members than its min.
+// or fewer live members that kube-scheduler may try than its min.
 func (s *State) gangIncompleteLocked(g *gangEntry, k gang.Key) *fwk.Status {
 	if why := s.wiring.missing[podGroupsAPI]; why != "" && (g == nil || g.group == nil) {
 		return refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.PodGroupUnreadable{Gang: string(k), Why: why})
@@ -149,8 +149,8 @@ func (s *State) gangIncompleteLocked(g *gangEntry, k gang.Key) *fwk.Status {
 	if g == nil || g.group == nil {
 		return refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.NoPodGroup{Gang: string(k)})
 	}
-	if have, want := len(g.members), g.min(); have < want {
-		return refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.GangIncomplete{Gang: string(k), Have: have, Min: want})
+	if have, want := g.triable(), g.min(); have < want {
+		return refusal.Status(fwk.UnschedulableAndUnresolvable, refusal.GangIncomplete{Gang: string(k), Have: have, Gated: g.gated, Min: want})
 	}
 	return nil
 }
@@ -252,7 +252,7 @@ func (s *State) wakeGang(k gang.Key) {
 func (s *State) refreshGangLocked(g *gangEntry) {
 	k := g.key
 	assembled, gotMin, lostMin := s.assembly.refresh(g)
-	admissible := g.group != nil && len(g.members) >= g.min() && !g.split()
+	admissible := g.group != nil && g.triable() >= g.min() && !g.split()
 	if admissible && !g.admissible {
 		s.books.gangAdmitted.LoadOrStore(k, s.clock.Now())
 		s.releasedLocked(g, splitHolder)

@@ -107,10 +107,10 @@ func (s *State) podGoneLocked(pod *corev1.Pod) {
 	if e.terminating {
 		return // it left its gang when its deletion began
 	}
-	if g := s.books.gangs[e.Gang]; g != nil && g.group != nil && len(g.members) < g.min() {
+	if g := s.books.gangs[e.Gang]; g != nil && g.group != nil && g.triable() < g.min() {
 		// A member past its PreFilter but not yet reserved must not reserve
 		// either: failLocked ends the attempt it joined.
-		s.failLocked(g, fmt.Sprintf("it has %d of its minMember %d pods left", len(g.members), g.min()), false)
+		s.failLocked(g, fmt.Sprintf("it has %d of its minMember %d pods left", g.triable(), g.min()), false)
 	}
 }
 
@@ -168,8 +168,8 @@ func (s *State) onGroup(k gang.Key, pg *schedv1alpha1.PodGroup) {
 		if g.reserved > 0 && !g.needsMin() {
 			// A lowered min is met: the members waiting at Permit bind now.
 			s.allowLocked(allowReservedLocked(g))
-		} else if g.reserved > 0 && len(g.members) < g.min() {
-			s.failLocked(g, fmt.Sprintf("its minMember was raised to %d and it has %d pods", g.min(), len(g.members)), false)
+		} else if g.reserved > 0 && g.triable() < g.min() {
+			s.failLocked(g, fmt.Sprintf("its minMember was raised to %d and it has %d pods", g.min(), g.triable()), false)
 		}
 	}
 	s.refreshGangLocked(g)

@@ -23,6 +23,9 @@ type gangEntry struct {
 	groupUID types.UID
 	// members are the gang's live pods of Cardinal's profile.
 	members map[types.UID]*podEntry
+	// gated counts members behind scheduling gates: kube-scheduler does not
+	// try them, so they do not count toward the gang's min (triable).
+	gated int
 	// foreign are live pods that join the gang but name another scheduler:
 	// pod name -> scheduler name.
 	foreign map[types.UID]string
@@ -79,6 +82,16 @@ func (g *gangEntry) min() int {
 
 func (g *gangEntry) needsMin() bool { return g.group != nil && len(g.placed) < g.min() }
 
+// triable counts the members kube-scheduler may try: those behind
+// scheduling gates are not. A gang is complete, admitted and waits for its
+// min only on these, so a member gated for as long as its owner likes never
+// lets its gang reserve nodes for it, hold the one gang being placed, or
+// keep other gangs' elastic pods waiting (SPEC §2.3, §2.4).
+func (g *gangEntry) triable() int { return len(g.members) - g.gated }
+
+// isGated tells a pod behind scheduling gates.
+func isGated(pod *corev1.Pod) bool { return len(pod.Spec.SchedulingGates) > 0 }
+
 func (g *gangEntry) countQueue(q string, n int) {
 	if g.queues[q] += n; g.queues[q] <= 0 {
 		delete(g.queues, q)
@@ -107,6 +120,9 @@ func (s *State) joinGangLocked(e *podEntry) {
 	g := s.gangLocked(e.Gang)
 	g.members[e.pod.UID] = e
 	g.countQueue(e.Queue, 1)
+	if e.gated = isGated(e.pod); e.gated {
+		g.gated++
+	}
 	if e.placed() {
 		s.insertPlacedLocked(g, e)
 	}
@@ -122,11 +138,30 @@ func (s *State) leaveGangLocked(e *podEntry) {
 	if _, ok := g.members[e.pod.UID]; ok {
 		delete(g.members, e.pod.UID)
 		g.countQueue(e.Queue, -1)
+		if e.gated {
+			g.gated--
+			e.gated = false
+		}
 	}
 	if e.placed() {
 		s.removePlacedLocked(g, e)
 		e.elastic = false
 	}
+	s.refreshGangLocked(g)
+}
+
+// ungateLocked counts a member whose scheduling gates were removed toward
+// its gang's min: the gang may be complete now, and its pods are woken.
+func (s *State) ungateLocked(e *podEntry) {
+	e.gated = false
+	g := s.books.gangs[e.Gang]
+	if g == nil {
+		return
+	}
+	if _, ok := g.members[e.pod.UID]; !ok {
+		return
+	}
+	g.gated--
 	s.refreshGangLocked(g)
 }
 

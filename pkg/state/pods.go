@@ -81,6 +81,10 @@ type podEntry struct {
 	terminating bool
 	// ruling is what the grouper ruled of a pod it may group (grouping.go).
 	ruling ruling
+	// gated: the pod, a member of its gang, has scheduling gates
+	// (spec.schedulingGates): kube-scheduler does not try it until they are
+	// removed, so it does not count toward its gang's min (gangs.go).
+	gated bool
 	// queuedAlone: the pod passed PreEnqueue as a pod of its own, unruled
 	// (of a kind not grouped then): it is never moved into a gang while it
 	// may be in the scheduling queue (grouping.go). Set under the read lock.
@@ -160,6 +164,9 @@ func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string)
 		if factsMayChange(old, pod) {
 			e.owner = owner()
 			s.setFactsLocked(e, s.factsLocked(pod, e.owner))
+		}
+		if e.gated && !isGated(pod) {
+			s.ungateLocked(e)
 		}
 	}
 	if pod.Spec.NodeName != "" && !e.bound {

@@ -79,7 +79,7 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 		return p, "it waits for another gang to be placed, not for room", false
 	}
 	g := s.books.gangs[e.Gang]
-	if g == nil || g.group == nil || len(g.members) < g.min() {
+	if g == nil || g.group == nil || g.triable() < g.min() {
 		return p, "its gang is not complete", false
 	}
 	if len(g.held) > 0 || s.clock.Now().Before(g.backoffUntil) {
@@ -91,7 +91,7 @@ func (s *State) PreemptorOf(pod *corev1.Pod) (p Preemptor, reason string, waitin
 	}
 	others := make([]*podEntry, 0, len(g.members))
 	for _, m := range g.members {
-		if !m.placed() && m.pod.UID != pod.UID {
+		if !m.placed() && !m.gated && m.pod.UID != pod.UID {
 			others = append(others, m)
 		}
 	}

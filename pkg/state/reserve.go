@@ -44,7 +44,7 @@ func (s *State) ReserveAsChecked(pod *corev1.Pod, node string, checked *Checked)
 		if g == nil || g.group == nil {
 			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("PodGroup %s was deleted", e.Gang))
 		}
-		if g.needsMin() && (e.tryAttempt != g.attempt || len(g.members) < g.min()) {
+		if g.needsMin() && (e.tryAttempt != g.attempt || g.triable() < g.min()) {
 			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 				"gang %s gave up the attempt this pod was part of (%s); it is tried again when it can complete", e.Gang, g.lastFailure))
 		}
@@ -66,7 +66,7 @@ func (s *State) Unreserve(pod *corev1.Pod) {
 	}
 	s.unplaceLocked(e)
 	if g := s.books.gangs[e.Gang]; g != nil && g.needsMin() && e.tryAttempt == g.attempt {
-		s.failLocked(g, fmt.Sprintf("pod %s gave up its reservation (Permit timeout, rejection or failed bind)", pod.Name), len(g.members) >= g.min())
+		s.failLocked(g, fmt.Sprintf("pod %s gave up its reservation (Permit timeout, rejection or failed bind)", pod.Name), g.triable() >= g.min())
 	}
 }
 

@@ -41,9 +41,9 @@ func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]strin
 		return
 	}
 	g.terminating++
-	if g.group != nil && len(g.members) < g.min() {
+	if g.group != nil && g.triable() < g.min() {
 		// Members waiting at Permit cannot complete without it.
-		s.failLocked(g, fmt.Sprintf("it has %d of its minMember %d pods left", len(g.members), g.min()), false)
+		s.failLocked(g, fmt.Sprintf("it has %d of its minMember %d pods left", g.triable(), g.min()), false)
 	}
 	s.refreshGangLocked(g)
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"cardinal.dev/cardinal/pkg/controlplane"
@@ -31,19 +29,21 @@ func TestLeaderFailoverDuringAssembly(t *testing.T) {
 	startSchedulerWith(t, config, allow)
 
 	createPodGroup(t, ns, "a", 4)
-	// The fourth member waits behind a scheduling gate: the other three
-	// are placed and wait at Permit for it.
+	// The fourth member waits for a card of the queue's that a pod of
+	// lower priority holds (holdLast): the other three are placed and wait
+	// at Permit for it.
 	a := gangPods(ns, "a", 4, 1)
-	a[3].Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "cardinal.dev/test-hold"}}
+	holdLast(t, ns, "failover", a)
 	createPods(t, a...)
 	waitMetric(t, first, `cardinal_gangs{state="assembling"} 1`, "gang a assembling on the leader")
-	// Reserved pods count in the queue's allocation: all three wait at Permit.
-	waitMetric(t, first, `cardinal_queue_card_allocated{model="NVIDIA-H200",queue="failover"} 3`, "3 of gang a's members reserved on the leader")
+	// Reserved pods count in the queue's allocation: all three wait at
+	// Permit, beside the holder's card.
+	waitMetric(t, first, `cardinal_queue_card_allocated{model="NVIDIA-H200",queue="failover"} 4`, "3 of gang a's members reserved on the leader")
 	if n := boundPerGang(t, ns)["a"]; n != 0 {
 		t.Fatalf("gang a has %d pods bound before its min was placed", n)
 	}
 	first.Kill()
-	ungate(t, ns, a[3].Name)
+	releaseHold(t, ns)
 
 	createPodGroup(t, ns, "b", 2)
 	createPods(t, gangPods(ns, "b", 2, 1)...)
@@ -93,18 +93,5 @@ func waitMetric(t *testing.T, s *controlplane.Scheduler, want, what string) {
 			}
 		}
 		t.Fatalf("waiting for %s: no %q in /metrics:\n%s", what, want, strings.Join(gangs, "\n"))
-	}
-}
-
-// ungate lifts a pod's scheduling gates.
-func ungate(t *testing.T, ns, name string) {
-	t.Helper()
-	p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.SchedulingGates = nil
-	if _, err := env.kube.CoreV1().Pods(ns).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }

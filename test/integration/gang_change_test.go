@@ -21,16 +21,20 @@ import (
 // moves when its Permit wait runs out fails the test.
 const promptly = 20 * time.Second
 
-// createGatedGang makes a PodGroup with minMember min and min one-GPU pods,
-// the last behind a scheduling gate: the others are placed and wait at
-// Permit for it, so the gang is being assembled for as long as the test
-// wants. Pods are named <name>-<i>.
-func createGatedGang(t *testing.T, ns, name string, min int) {
+// createPlacingGang makes a PodGroup with minMember min and min one-GPU
+// pods in ns (whose queue is named like it), the last held back by
+// holdLast: the others are placed and wait at Permit for it, so the gang
+// is being placed for as long as the test wants. Pods are named
+// <name>-<i>.
+func createPlacingGang(t *testing.T, ns, name string, min int) {
 	t.Helper()
 	createPodGroup(t, ns, name, int32(min))
 	pods := gangPods(ns, name, min, 1)
-	pods[min-1].Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	holdLast(t, ns, ns, pods)
 	createPods(t, pods...)
+	waitEvent(t, ns, "Preempting event on PodGroup "+name, func(e eventsv1.Event) bool {
+		return e.Regarding.Kind == "PodGroup" && e.Regarding.Name == name && e.Reason == "Preempting"
+	})
 	// The placed members wait at Permit; nothing of the gang binds.
 	holdBoundCounts(t, ns, map[string]int{}, 3*time.Second)
 }
@@ -56,7 +60,7 @@ func TestHeldGangDoesNotHangScheduler(t *testing.T) {
 	createNodes(t, gpuNodes("hang", 2, 5)...)
 	startScheduler(t)
 
-	createGatedGang(t, ns, "a", 3)
+	createPlacingGang(t, ns, "a", 3)
 	createPodGroup(t, ns, "b", 2)
 	createPods(t, gangPods(ns, "b", 2, 1)...)
 	waitParked(t, ns, "b")
@@ -77,14 +81,14 @@ func TestMinMemberLowered(t *testing.T) {
 	createNodes(t, gpuNodes("lower", 1, 4)...)
 	startScheduler(t)
 
-	createGatedGang(t, ns, "a", 3)
+	createPlacingGang(t, ns, "a", 3)
 	patchMinMember(t, ns, "a", 2)
 	waitBound(t, ns, podsNamed("a-0", "a-1"), within(promptly))
 	holdBoundCounts(t, ns, map[string]int{"a": 2}, holdWindow)
 }
 
 // TestGangBeingPlacedChanges: gang a has two members waiting at Permit for
-// its gated third, and gang b is parked behind it. When a can no longer
+// its third, held back, and gang b is parked behind it. When a can no longer
 // complete, its waiting members give back their nodes at once (not when
 // their Permit wait runs out), a binds nothing alone, and b goes ahead.
 func TestGangBeingPlacedChanges(t *testing.T) {
@@ -106,7 +110,7 @@ func TestGangBeingPlacedChanges(t *testing.T) {
 			createNodes(t, gpuNodes(fmt.Sprintf("change-%d", i), 1, 4)...)
 			startScheduler(t)
 
-			createGatedGang(t, ns, "a", 3)
+			createPlacingGang(t, ns, "a", 3)
 			createPodGroup(t, ns, "b", 2)
 			createPods(t, gangPods(ns, "b", 2, 1)...)
 			waitParked(t, ns, "b")
@@ -161,6 +165,45 @@ func patchMinMember(t *testing.T, ns, name string, min int32) {
 func deletePod(t *testing.T, ns, name string) {
 	t.Helper()
 	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGatedMemberHoldsNobody: a gang whose min needs a member behind a
+// scheduling gate is not complete, however long the gate stays: nothing
+// of it is placed, it is not the gang being placed, and it keeps nobody
+// waiting: another team's gang, its elastic pod too, binds at once. Its
+// PodGroup says why. Once the gate is lifted the gang binds whole.
+func TestGatedMemberHoldsNobody(t *testing.T) {
+	ns := createGPUNamespace(t, "gated-a")
+	nsB := createGPUNamespace(t, "gated-b")
+	createNodes(t, gpuNodes("gated", 1, 6)...)
+	startScheduler(t)
+
+	createPodGroup(t, ns, "a", 3)
+	a := gangPods(ns, "a", 3, 1)
+	a[2].Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	createPods(t, a...)
+	waitWaitingReason(t, ns, "a", "(1 more behind scheduling gates)")
+
+	createPodGroup(t, nsB, "b", 2)
+	createPods(t, gangPods(nsB, "b", 3, 1)...)
+	waitBound(t, nsB, podsNamed("b-0", "b-1", "b-2"), within(promptly))
+	holdBoundCounts(t, ns, map[string]int{}, 3*time.Second)
+
+	ungate(t, ns, "a-2")
+	waitBound(t, ns, podsNamed("a-0", "a-1", "a-2"), within(promptly))
+}
+
+// ungate lifts a pod's scheduling gates.
+func ungate(t *testing.T, ns, name string) {
+	t.Helper()
+	p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.SchedulingGates = nil
+	if _, err := env.kube.CoreV1().Pods(ns).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

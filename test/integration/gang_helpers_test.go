@@ -8,9 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
 )
 
@@ -123,4 +125,36 @@ func (w partialWatch) check(got, mins map[string]int) error {
 		}
 	}
 	return nil
+}
+
+// holdLast keeps the last of a gang's pods from being placed for as long
+// as a test wants (up to the gang's Permit wait), as a member waiting for
+// the room its preemption made does: it may go only on node <ns>-hold,
+// whose one card a preemptible pod of lower priority in the same queue
+// holds, in namespace <ns>-hold. Evicted for the member, that pod stays
+// terminating, with no kubelet to confirm it gone, until releaseHold
+// deletes it. The gang's pods get a higher priority than the holder, and
+// stay preemptible (beyond a queue's guarantee, as non-preemptible work
+// may not be); the others are placed and wait at Permit for the last.
+func holdLast(t *testing.T, ns, queue string, pods []*corev1.Pod) {
+	t.Helper()
+	ensurePriorityClasses(t)
+	hold := ns + "-hold"
+	createNodes(t, builder.MakeNode(hold).GPU(h200, 1).Label("cardinal.dev/test-hold", hold).Obj())
+	createNamespaceInQueue(t, hold, queue)
+	holder := builder.MakePod(hold, "holder").Req("cpu", "100m").GPU(1).NodeSelector("cardinal.dev/test-hold", hold).
+		Label(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible).Obj()
+	holder.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	createPods(t, prioritized(lowPriority, holder)...)
+	waitBound(t, hold, podsNamed("holder"))
+	prioritized(highPriority, labelled(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible, pods...)...)
+	last := pods[len(pods)-1]
+	last.Spec.NodeSelector = map[string]string{"cardinal.dev/test-hold": hold}
+}
+
+// releaseHold lets the member holdLast held be placed: the holder it
+// evicted is gone.
+func releaseHold(t *testing.T, ns string) {
+	t.Helper()
+	deletePod(t, ns+"-hold", "holder")
 }

@@ -43,11 +43,14 @@ func TestQueueStatusAgreesWithScheduler(t *testing.T) {
 	waitBound(t, ns, podsNamed("whole"))
 	resliceToMIG(t, "agree-0", 7)
 
-	// A gang member reserved on agree-1, waiting at Permit for its gated sibling.
+	// A gang member reserved on agree-1, waiting at Permit for its sibling,
+	// which waits for the card of the queue's pod it evicted (holdLast).
 	createPodGroup(t, ns, "r", 2)
-	createPods(t,
+	r := []*corev1.Pod{
 		builder.MakePod(ns, "r-0").Label("scheduling.x-k8s.io/pod-group", "r").Req("cpu", "100m").GPU(1).NodeSelector("pool", "agree-1").Obj(),
-		builder.MakePod(ns, "r-1").Label("scheduling.x-k8s.io/pod-group", "r").Req("cpu", "100m").GPU(1).Gate("example.com/hold").Obj())
+		builder.MakePod(ns, "r-1").Label("scheduling.x-k8s.io/pod-group", "r").Req("cpu", "100m").GPU(1).Obj()}
+	holdLast(t, ns, "agree", r)
+	createPods(t, r...)
 
 	// cpu: card pods are not charged, so 2 cpu of plain pods fit and a third does not.
 	createPods(t, builder.MakePod(ns, "cpu-0").Req("cpu", "2").Obj())
@@ -55,15 +58,16 @@ func TestQueueStatusAgreesWithScheduler(t *testing.T) {
 	createPods(t, builder.MakePod(ns, "cpu-1").Req("cpu", "1").Obj())
 	waitPodEvent(t, ns, "cpu-1", "queue agree has insufficient cpu quota: requested 1, would use 3, capability 2")
 
-	// cards: the re-sliced node's pod and the reserved one hold 2 of 3 H200.
+	// cards: the re-sliced node's pod, the reserved one and the pod r-1
+	// evicted (terminating, so still charged) hold 3 of 3 H200.
 	createPods(t, builder.MakePod(ns, "two").Req("cpu", "100m").GPU(2).CardName(h200).Obj())
-	waitPodEvent(t, ns, "two", "queue agree has insufficient NVIDIA-H200 quota: requested 2, would use 4, capability 3")
+	waitPodEvent(t, ns, "two", "queue agree has insufficient NVIDIA-H200 quota: requested 2, would use 5, capability 3")
 
 	// allocated: cpu-0's 2 cpu and no cpu of the card pods; their cards as
 	// the plain resource too (nvidia.com/gpu is a resource like any other).
-	waitQueueStatus(t, "agree", "cpu=2, NVIDIA-H200 2 of 3, within capability", func(q *v1alpha1.Queue) bool {
+	waitQueueStatus(t, "agree", "cpu=2, NVIDIA-H200 3 of 3, within capability", func(q *v1alpha1.Queue) bool {
 		c := meta.FindStatusCondition(q.Status.Conditions, "OverCapability")
-		return q.Status.AllocatedSummary == "cpu=2,nvidia.com/gpu=2" && queueCards(q)[h200] == 2 &&
+		return q.Status.AllocatedSummary == "cpu=2,nvidia.com/gpu=3" && queueCards(q)[h200] == 3 &&
 			c != nil && c.Status == metav1.ConditionFalse
 	})
 	q, err := env.cardinal.SchedulingV1alpha1().Queues().Get(context.Background(), "agree", metav1.GetOptions{})

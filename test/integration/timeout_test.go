@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -16,7 +15,7 @@ import (
 // TestScheduleTimeoutFromPodGroup: a PodGroup's spec.scheduleTimeoutSeconds
 // (3 s) bounds how long its placed members wait at Permit, not the
 // configuration's 60 s: the member placed while the other is held by a
-// scheduling gate gives its reservation back within seconds, and nothing
+// member it preempted for gives its reservation back within seconds, and nothing
 // binds (SPEC §1.2, §2.2).
 func TestScheduleTimeoutFromPodGroup(t *testing.T) {
 	ns := createGPUNamespace(t, "pg-timeout")
@@ -25,7 +24,7 @@ func TestScheduleTimeoutFromPodGroup(t *testing.T) {
 
 	createPodGroupFrom(t, builder.MakePodGroup(ns, "short", 2).ScheduleTimeout(3).Obj())
 	pods := gangPods(ns, "short", 2, 1)
-	pods[1].Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "cardinal.dev/test-hold"}}
+	holdLast(t, ns, ns, pods)
 	start := time.Now()
 	createPods(t, pods...)
 

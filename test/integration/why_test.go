@@ -252,13 +252,13 @@ func TestWhy(t *testing.T) {
 			name: "another gang's min comes first",
 			setup: func(t *testing.T, ns string) {
 				createQueue(t, builder.MakeQueue(ns).Card("NVIDIA-H200", 0, 8).Obj())
-				createGatedGang(t, ns, "a", 3)
+				createPlacingGang(t, ns, "a", 3)
 				createPodGroup(t, ns, "b", 2)
 				createPods(t, gangPods(ns, "b", 2, 1)...)
 				waitWaitingReason(t, ns, "b", "which is being placed")
 			},
 			target: "podgroup", object: "b",
-			why: "0 of minMember 2 pods scheduled; pod b-0: 0/2 nodes are available: waiting for gang {ns}/a, which is being placed (2 of its min 3 placed). no preemption: it waits for another gang to be placed, not for room",
+			why: "0 of minMember 2 pods scheduled; pod b-0: 0/3 nodes are available: waiting for gang {ns}/a, which is being placed (2 of its min 3 placed). no preemption: it waits for another gang to be placed, not for room",
 			fix: "nothing: it is tried as soon as gang {ns}/a is placed or gives up (gangs are placed one at a time, so none deadlocks)", annotated: true,
 		},
 	}

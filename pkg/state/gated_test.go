@@ -1,0 +1,80 @@
+package state
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/refusal"
+	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/fake"
+)
+
+// TestGatedMembersDoNotCount: a member behind scheduling gates is not tried
+// by kube-scheduler, so it does not make its gang complete. A gang that
+// needs it for its min is not admitted: it reserves nothing, never becomes
+// the gang being placed, and keeps no other gang's elastic pods waiting,
+// however long its owner keeps the gate. Once the gate is removed the gang
+// is complete and its pods are woken; a gated member that goes leaves no
+// count behind.
+func TestGatedMembersDoNotCount(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 0, 8).Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	s.OnPodGroup(podGroup("a", 3, nil))
+	s.OnPodGroup(podGroup("b", 2, nil))
+	gated := member("a", 2)
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	a := []*corev1.Pod{member("a", 0), member("a", 1), gated}
+	b := []*corev1.Pod{member("b", 0), member("b", 1), member("b", 2)}
+	for _, p := range append(a, b...) {
+		s.OnPod(p)
+	}
+	s.OnPod(bound(b[0], "n"))
+	s.OnPod(bound(b[1], "n"))
+	s.Flush(&fake.Framework{})
+
+	want := refusal.GangIncomplete{Gang: "ns/a", Have: 2, Gated: 1, Min: 3}
+	for _, p := range a[:2] {
+		if r, _ := refusal.As(s.AdmitGang(p)); !cmp.Equal(r, refusal.Refusal(want)) {
+			t.Errorf("admitting %s with a-2 gated: %v, want %v", p.Name, r, want)
+		}
+		if _, st := s.TryStart(p); st.Code() != fwk.UnschedulableAndUnresolvable {
+			t.Errorf("trying %s with a-2 gated: %v, want turned away as incomplete", p.Name, st)
+		}
+	}
+	if s.assembly.awaitingMin.Has("ns/a") {
+		t.Errorf("a waits for its min with one of its min gated")
+	}
+	if start, st := s.TryStart(b[2]); !st.IsSuccess() || !start.Elastic {
+		t.Errorf("b's elastic pod with a's min gated: %+v %v, want let through", start, st)
+	}
+
+	ungated := gated.DeepCopy()
+	ungated.Spec.SchedulingGates = nil
+	s.OnPod(ungated)
+	fw := &fake.Framework{}
+	s.Flush(fw)
+	if got, want := fw.Activated(), []string{"ns/a-0", "ns/a-1", "ns/a-2"}; !cmp.Equal(got, want) {
+		t.Errorf("a-2's gate removed woke %v, want %v", got, want)
+	}
+	if st := s.AdmitGang(a[0]); !st.IsSuccess() {
+		t.Errorf("admitting a-0 once a-2 is ungated: %v", st)
+	}
+	if !s.assembly.awaitingMin.Has("ns/a") {
+		t.Errorf("a does not wait for its min once complete")
+	}
+	if _, st := s.TryStart(b[2]); st.Code() != fwk.Unschedulable {
+		t.Errorf("b's elastic pod while a needs its min: %v, want parked", st)
+	}
+
+	g2 := member("a", 3)
+	g2.Spec.SchedulingGates = gated.Spec.SchedulingGates
+	s.OnPod(g2)
+	s.OnPodDeleted(g2)
+	if g := s.books.gangs["ns/a"]; g.gated != 0 || g.triable() != 3 {
+		t.Errorf("a gated member came and went: gated %d, triable %d, want 0 and 3", g.gated, g.triable())
+	}
+}
