@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,6 +68,9 @@ type Grouper struct {
 	recorder events.EventRecorder
 	reader   *reader
 	pods     corelisters.PodLister
+	// mends are the pods whose reconcile was asked to mend their PodGroup
+	// (askToMend): types.NamespacedName -> struct{}.
+	mends sync.Map
 }
 
 // SetupWithManager registers the grouper with mgr: it reconciles a pod
@@ -137,8 +141,19 @@ func (g *Grouper) askForMember(obj client.Object, q workqueue.TypedRateLimitingI
 		return
 	}
 	if p := g.State.GangMember(gang.KeyOf(pg)); p != nil {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+		g.askToMend(p, q)
 	}
+}
+
+// askToMend asks for a reconcile of pod, a member of a PodGroup the
+// grouper made, that mends the PodGroup from its workload. A pod's own
+// events do not: its workload is what changed, or its PodGroup, never the
+// pod (a pod ruled on with its siblings would otherwise mend their
+// PodGroup once for each of them).
+func (g *Grouper) askToMend(p *corev1.Pod, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	g.mends.Store(key, struct{}{})
+	q.Add(reconcile.Request{NamespacedName: key})
 }
 
 // Reconcile groups one pod the grouper may group and has not ruled on, or,
@@ -155,10 +170,16 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, g.labelBound(ctx, pod)
 	}
 	if k, ok := g.State.GangOf(pod); ok && !k.Native() && pod.Spec.SchedulerName == g.SchedulerName {
+		if _, asked := g.mends.LoadAndDelete(req.NamespacedName); !asked {
+			return reconcile.Result{}, nil
+		}
 		_, name := k.Split()
 		res, err := g.mend(ctx, pod, name)
 		if errors.Is(err, errRuleAgain) {
 			return g.group(ctx, pod)
+		}
+		if err != nil || res.RequeueAfter > 0 {
+			g.mends.Store(req.NamespacedName, struct{}{}) // asked again
 		}
 		return res, err
 	}

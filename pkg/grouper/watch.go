@@ -116,7 +116,7 @@ func (g *Grouper) workloadChanged(ctx context.Context, obj metav1.Object, q work
 		}
 		for i := range pgs.Items {
 			if p := g.State.GangMember(gang.KeyOf(&pgs.Items[i])); p != nil {
-				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+				g.askToMend(p, q)
 			}
 		}
 	}

@@ -47,7 +47,7 @@ func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, reason string) Summ
 		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
 			live++
 		}
-		if len(p.Spec.SchedulingGates) > 0 {
+		if len(p.Spec.SchedulingGates) > 0 && p.DeletionTimestamp == nil {
 			gated++
 		}
 		if Waits(p) && (first == nil || gang.Less(p, first)) {
@@ -78,10 +78,11 @@ func Compute(pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, reason string) Summ
 		switch {
 		case int32(len(pods)) < minMember:
 			s.WaitingReason = fmt.Sprintf("%d of minMember %d pods exist; waiting for %d more", len(pods), minMember, minMember-int32(len(pods)))
-		case gated > 0 && int32(len(pods))-gated < minMember:
+		case gated > 0 && live-gated < minMember:
 			// Pods behind scheduling gates are not tried: the gang is not
-			// complete without them (pkg/state, gangs.go).
-			have := int32(len(pods)) - gated
+			// complete without them (pkg/state, gangs.go), counted among
+			// its live pods as the scheduler counts them.
+			have := live - gated
 			s.WaitingReason = fmt.Sprintf("%d of minMember %d pods can be scheduled (%d more behind scheduling gates); waiting for %d more",
 				have, minMember, gated, minMember-have)
 		case reason != "":

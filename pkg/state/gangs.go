@@ -135,19 +135,25 @@ func (s *State) leaveGangLocked(e *podEntry) {
 	if g == nil {
 		return
 	}
-	if _, ok := g.members[e.pod.UID]; ok {
-		delete(g.members, e.pod.UID)
-		g.countQueue(e.Queue, -1)
-		if e.gated {
-			g.gated--
-			e.gated = false
-		}
-	}
+	g.dropMember(e)
 	if e.placed() {
 		s.removePlacedLocked(g, e)
 		e.elastic = false
 	}
 	s.refreshGangLocked(g)
+}
+
+// dropMember takes e out of g's members and their counts, if it is one.
+func (g *gangEntry) dropMember(e *podEntry) {
+	if _, ok := g.members[e.pod.UID]; !ok {
+		return
+	}
+	delete(g.members, e.pod.UID)
+	g.countQueue(e.Queue, -1)
+	if e.gated {
+		g.gated--
+		e.gated = false
+	}
 }
 
 // ungateLocked counts a member whose scheduling gates were removed toward
@@ -163,6 +169,9 @@ func (s *State) ungateLocked(e *podEntry) {
 	}
 	g.gated--
 	s.refreshGangLocked(g)
+	// Its PodGroup's waiting reason counted the gate (a pod the grouper
+	// grouped has no label, and no event of its own reaches the writer).
+	s.noteGangLocked(g.key)
 }
 
 // insertPlacedLocked puts a placed pod among its gang's placed pods, in

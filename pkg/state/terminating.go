@@ -29,10 +29,7 @@ func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]strin
 	s.preemptions.claimDone(pod.UID)
 	g := s.books.gangs[e.Gang]
 	if g != nil {
-		if _, ok := g.members[pod.UID]; ok {
-			delete(g.members, pod.UID)
-			g.countQueue(e.Queue, -1)
-		}
+		g.dropMember(e)
 		s.removePlacedLocked(g, e)
 	}
 	e.terminating, e.elastic = true, elastic // charged as it was booked

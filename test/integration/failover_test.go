@@ -46,7 +46,8 @@ func TestLeaderFailoverDuringAssembly(t *testing.T) {
 	releaseHold(t, ns)
 
 	createPodGroup(t, ns, "b", 2)
-	createPods(t, gangPods(ns, "b", 2, 1)...)
+	// Of a's priority, so neither gang may evict the other.
+	createPods(t, prioritized(highPriority, gangPods(ns, "b", 2, 1)...)...)
 	createNodes(t, gpuNodes("failover-b", 1, 1)...)
 
 	partly := partialWatch{}
