@@ -189,9 +189,15 @@ func (s *State) FailGang(k gang.Key, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if g := s.books.gangs[k]; g != nil {
+		g.gaveUp = 0 // its members are tried: not one that never comes
 		s.failLocked(g, reason, true)
 	}
 }
+
+// maxGaveUpDoublings bounds how often a gang's backoff doubles for
+// attempts given up in a row (gangEntry.gaveUp): at most 32 times
+// podGroupBackoffSeconds.
+const maxGaveUpDoublings = 5
 
 // failLocked ends a gang's attempt: its members waiting at Permit are
 // rejected, so they give back their nodes. With backoff (a real failure,
@@ -215,7 +221,7 @@ func (s *State) failLocked(g *gangEntry, reason string, backoff bool) {
 		s.unplaceLocked(e)
 	}
 	if backoff {
-		d := s.settings.GangBackoff
+		d := s.settings.GangBackoff << min(max(g.gaveUp-1, 0), maxGaveUpDoublings)
 		if until := s.clock.Now().Add(d); until.After(g.backoffUntil) {
 			g.backoffUntil = until
 		}

@@ -140,7 +140,7 @@ func (s *State) onGroup(k gang.Key, pg *schedv1alpha1.PodGroup) {
 	if g.groupUID != "" && g.groupUID != pg.UID {
 		// Another PodGroup of the name (a workload deleted and made
 		// again): it does not inherit the backoff of the one before.
-		g.backoffUntil, g.lastFailure = time.Time{}, ""
+		g.backoffUntil, g.lastFailure, g.gaveUp = time.Time{}, "", 0
 	}
 	g.groupUID = pg.UID
 	if old == nil || old.UID != pg.UID {

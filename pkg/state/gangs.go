@@ -40,6 +40,13 @@ type gangEntry struct {
 	attempt      uint64
 	backoffUntil time.Time
 	lastFailure  string
+	// gaveUp counts its attempts in a row that ended with a placed member
+	// giving up its reservation (a Permit wait run out, a failed bind):
+	// each doubles the next backoff (failLocked), so a gang whose min
+	// waits for a member that does not come holds the one gang being
+	// placed less and less often. Its min bound, or a PodGroup of a new
+	// UID, starts it again.
+	gaveUp int
 	// waits is why its pods were last turned away for another gang (one
 	// being placed, one that needs its min); nil once one was let through,
 	// or turned away for the gang's own state (incomplete, backing off),

@@ -142,6 +142,7 @@ func (s *State) observeMinBoundLocked(g *gangEntry) {
 	}
 	g.minBound = boundKey(g.group)
 	g.narrowMissed = false // its next pods, a next wave, are narrowed anew
+	g.gaveUp = 0
 	if !s.records() || !s.wiring.synced.Load() {
 		return
 	}

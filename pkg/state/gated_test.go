@@ -2,6 +2,7 @@ package state
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -76,5 +77,44 @@ func TestGatedMembersDoNotCount(t *testing.T) {
 	s.OnPodDeleted(g2)
 	if g := s.books.gangs["ns/a"]; g.gated != 0 || g.triable() != 3 {
 		t.Errorf("a gated member came and went: gated %d, triable %d, want 0 and 3", g.gated, g.triable())
+	}
+}
+
+// TestGivingUpBacksOffLonger: a gang whose placed members give up their
+// reservations attempt after attempt (a Permit wait that runs out for a
+// member that never comes) backs off twice as long each time, up to 32
+// times podGroupBackoffSeconds, so it holds the one gang being placed
+// less and less often; a failure of another kind backs off as usual.
+func TestGivingUpBacksOffLonger(t *testing.T) {
+	s, clk := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 0, 8).Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	s.OnPodGroup(podGroup("g", 2, nil))
+	g0 := member("g", 0)
+	s.OnPod(g0)
+	s.OnPod(member("g", 1))
+	backoff := s.Settings().GangBackoff
+	giveUp := func() time.Duration {
+		t.Helper()
+		if _, st := s.TryStart(g0); !st.IsSuccess() {
+			t.Fatalf("g-0 not let through: %v", st)
+		}
+		if st := s.Reserve(g0, "n"); !st.IsSuccess() {
+			t.Fatalf("g-0 not reserved: %v", st)
+		}
+		s.Unreserve(g0)
+		v, _ := s.GangStatus("ns/g")
+		d := v.BackoffUntil.Sub(clk.Now())
+		clk.Step(d)
+		return d
+	}
+	for i, want := range []time.Duration{1, 2, 4, 8, 16, 32, 32} {
+		if got := giveUp(); got != want*backoff {
+			t.Errorf("give-up %d backs off %s, want %s", i+1, got, want*backoff)
+		}
+	}
+	s.FailGang("ns/g", "a member fits nowhere")
+	if v, _ := s.GangStatus("ns/g"); v.BackoffUntil.Sub(clk.Now()) != backoff {
+		t.Errorf("a failure of another kind backs off %s, want %s", v.BackoffUntil.Sub(clk.Now()), backoff)
 	}
 }

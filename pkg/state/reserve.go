@@ -66,7 +66,11 @@ func (s *State) Unreserve(pod *corev1.Pod) {
 	}
 	s.unplaceLocked(e)
 	if g := s.books.gangs[e.Gang]; g != nil && g.needsMin() && e.tryAttempt == g.attempt {
-		s.failLocked(g, fmt.Sprintf("pod %s gave up its reservation (Permit timeout, rejection or failed bind)", pod.Name), g.triable() >= g.min())
+		backoff := g.triable() >= g.min()
+		if backoff {
+			g.gaveUp++
+		}
+		s.failLocked(g, fmt.Sprintf("pod %s gave up its reservation (Permit timeout, rejection or failed bind)", pod.Name), backoff)
 	}
 }
 
