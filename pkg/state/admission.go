@@ -178,7 +178,14 @@ func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ensurePodLocked(pod)
+	if e, recorded := s.ensurePodLocked(pod); recorded {
+		// Past the PreEnqueue plugins before Cardinal's: its gates are
+		// gone and its resource claims exist.
+		e.preEnqueued = true
+		if e.gated && len(pod.Spec.SchedulingGates) == 0 {
+			s.ungateLocked(e)
+		}
+	}
 	g := s.books.gangs[k]
 	if g == nil || g.group == nil {
 		st := s.gangIncompleteLocked(g, k)

@@ -89,15 +89,21 @@ func (g *gangEntry) min() int {
 
 func (g *gangEntry) needsMin() bool { return g.group != nil && len(g.placed) < g.min() }
 
-// triable counts the members kube-scheduler may try: those behind
-// scheduling gates are not. A gang is complete, admitted and waits for its
+// triable counts the members kube-scheduler may try: those it may still
+// hold before Cardinal's PreEnqueue (isGated) are not. A gang is complete, admitted and waits for its
 // min only on these, so a member gated for as long as its owner likes never
 // lets its gang reserve nodes for it, hold the one gang being placed, or
 // keep other gangs' elastic pods waiting (SPEC §2.3, §2.4).
 func (g *gangEntry) triable() int { return len(g.members) - g.gated }
 
-// isGated tells a pod behind scheduling gates.
-func isGated(pod *corev1.Pod) bool { return len(pod.Spec.SchedulingGates) > 0 }
+// isGated tells a pending pod that kube-scheduler may hold before
+// Cardinal's PreEnqueue sees it: one behind scheduling gates, or with
+// resource claims (DynamicResources holds it while a claim does not
+// exist). A pod with claims counts once it reaches Cardinal's PreEnqueue
+// (AdmitGang), so past DynamicResources's.
+func isGated(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName == "" && (len(pod.Spec.SchedulingGates) > 0 || len(pod.Spec.ResourceClaims) > 0)
+}
 
 func (g *gangEntry) countQueue(q string, n int) {
 	if g.queues[q] += n; g.queues[q] <= 0 {
@@ -127,7 +133,7 @@ func (s *State) joinGangLocked(e *podEntry) {
 	g := s.gangLocked(e.Gang)
 	g.members[e.pod.UID] = e
 	g.countQueue(e.Queue, 1)
-	if e.gated = isGated(e.pod); e.gated {
+	if e.gated = !e.preEnqueued && isGated(e.pod); e.gated {
 		g.gated++
 	}
 	if e.placed() {

@@ -80,6 +80,43 @@ func TestGatedMembersDoNotCount(t *testing.T) {
 	}
 }
 
+// TestMemberWithClaimsCountsOncePastDynamicResources: a member with
+// resource claims counts toward its gang's min once it reaches Cardinal's
+// PreEnqueue, past DynamicResources's, which holds it while a claim does
+// not exist; its gang is then complete and its other pods are woken. A
+// bound pod with claims counts at once (after a restart).
+func TestMemberWithClaimsCountsOncePastDynamicResources(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 0, 8).Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	s.OnPodGroup(podGroup("a", 2, nil))
+	s.OnPodGroup(podGroup("r", 1, nil))
+	claims := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptrTo("a-claim")}}
+	a0, a1 := member("a", 0), member("a", 1)
+	a1.Spec.ResourceClaims = claims
+	s.OnPod(a0)
+	s.OnPod(a1)
+	s.Flush(&fake.Framework{})
+	want := refusal.GangIncomplete{Gang: "ns/a", Have: 1, Gated: 1, Min: 2}
+	if r, _ := refusal.As(s.AdmitGang(a0)); !cmp.Equal(r, refusal.Refusal(want)) {
+		t.Errorf("a-0 while a-1 has not reached Cardinal's PreEnqueue: %v, want %v", r, want)
+	}
+	if st := s.AdmitGang(a1); !st.IsSuccess() {
+		t.Errorf("a-1 reaching Cardinal's PreEnqueue: %v", st)
+	}
+	fw := &fake.Framework{}
+	s.Flush(fw)
+	if got := fw.Activated(); !cmp.Equal(got, []string{"ns/a-0", "ns/a-1"}) {
+		t.Errorf("a complete woke %v, want its pods", got)
+	}
+	restarted := bound(member("r", 0), "n")
+	restarted.Spec.ResourceClaims = claims
+	s.OnPod(restarted)
+	if g := s.books.gangs["ns/r"]; g.gated != 0 {
+		t.Errorf("a bound member with claims counts as gated")
+	}
+}
+
 // TestGivingUpBacksOffLonger: a gang whose placed members give up their
 // reservations attempt after attempt (a Permit wait that runs out for a
 // member that never comes) backs off twice as long each time, up to 32

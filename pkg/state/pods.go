@@ -81,10 +81,14 @@ type podEntry struct {
 	terminating bool
 	// ruling is what the grouper ruled of a pod it may group (grouping.go).
 	ruling ruling
-	// gated: the pod, a member of its gang, has scheduling gates
-	// (spec.schedulingGates): kube-scheduler does not try it until they are
-	// removed, so it does not count toward its gang's min (gangs.go).
+	// gated: the pod, a member of its gang, may be held by kube-scheduler
+	// before Cardinal's PreEnqueue (scheduling gates; resource claims that
+	// may not exist yet), so it does not count toward its gang's min
+	// (gangs.go) until it is seen there or its gates are gone.
 	gated bool
+	// preEnqueued: the pod reached Cardinal's PreEnqueue, past the
+	// PreEnqueue plugins that run before it.
+	preEnqueued bool
 	// queuedAlone: the pod passed PreEnqueue as a pod of its own, unruled
 	// (of a kind not grouped then): it is never moved into a gang while it
 	// may be in the scheduling queue (grouping.go). Set under the read lock.

@@ -11,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/test/builder"
@@ -169,30 +170,58 @@ func deletePod(t *testing.T, ns, name string) {
 	}
 }
 
-// TestGatedMemberHoldsNobody: a gang whose min needs a member behind a
-// scheduling gate is not complete, however long the gate stays: nothing
-// of it is placed, it is not the gang being placed, and it keeps nobody
-// waiting: another team's gang, its elastic pod too, binds at once. Its
-// PodGroup says why. Once the gate is lifted the gang binds whole.
+// TestGatedMemberHoldsNobody: a gang whose min needs a member that
+// kube-scheduler holds before Cardinal sees it (behind a scheduling gate,
+// or naming a ResourceClaim that does not exist) is not complete, however
+// long that lasts: nothing of it is placed, it is not the gang being
+// placed, and it keeps nobody waiting: another team's gang, its elastic
+// pod too, binds at once. Once the member can be tried (its gate lifted,
+// or a replacement without the claim), the gang binds whole.
 func TestGatedMemberHoldsNobody(t *testing.T) {
-	ns := createGPUNamespace(t, "gated-a")
-	nsB := createGPUNamespace(t, "gated-b")
-	createNodes(t, gpuNodes("gated", 1, 6)...)
-	startScheduler(t)
+	tests := []struct {
+		name   string
+		hold   func(p *corev1.Pod)
+		reason string // in a's waiting reason while held; "" for none
+		lift   func(t *testing.T, ns string)
+	}{
+		{"scheduling gate",
+			func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}} },
+			"(1 more behind scheduling gates)",
+			func(t *testing.T, ns string) { ungate(t, ns, "a-2") }},
+		{"ResourceClaim that does not exist",
+			func(p *corev1.Pod) {
+				p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("not-made")}}
+			},
+			"",
+			func(t *testing.T, ns string) {
+				deletePod(t, ns, "a-2")
+				createPods(t, gangPod(ns, "a", 2, 1))
+			}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := createGPUNamespace(t, fmt.Sprintf("gated-a-%d", i))
+			nsB := createGPUNamespace(t, fmt.Sprintf("gated-b-%d", i))
+			createNodes(t, gpuNodes(fmt.Sprintf("gated-%d", i), 1, 6)...)
+			startScheduler(t)
 
-	createPodGroup(t, ns, "a", 3)
-	a := gangPods(ns, "a", 3, 1)
-	a[2].Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
-	createPods(t, a...)
-	waitWaitingReason(t, ns, "a", "(1 more behind scheduling gates)")
+			createPodGroup(t, ns, "a", 3)
+			a := gangPods(ns, "a", 3, 1)
+			tc.hold(a[2])
+			createPods(t, a...)
+			if tc.reason != "" {
+				waitWaitingReason(t, ns, "a", tc.reason)
+			}
 
-	createPodGroup(t, nsB, "b", 2)
-	createPods(t, gangPods(nsB, "b", 3, 1)...)
-	waitBound(t, nsB, podsNamed("b-0", "b-1", "b-2"), within(promptly))
-	holdBoundCounts(t, ns, map[string]int{}, 3*time.Second)
+			createPodGroup(t, nsB, "b", 2)
+			createPods(t, gangPods(nsB, "b", 3, 1)...)
+			waitBound(t, nsB, podsNamed("b-0", "b-1", "b-2"), within(promptly))
+			holdBoundCounts(t, ns, map[string]int{}, 3*time.Second)
 
-	ungate(t, ns, "a-2")
-	waitBound(t, ns, podsNamed("a-0", "a-1", "a-2"), within(promptly))
+			tc.lift(t, ns)
+			waitBound(t, ns, podsNamed("a-0", "a-1", "a-2"), within(promptly))
+		})
+	}
 }
 
 // ungate lifts a pod's scheduling gates.
