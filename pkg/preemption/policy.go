@@ -36,6 +36,8 @@ type unit struct {
 	rank int
 	// cards is how many cards its pods are charged, in all models.
 	cards int64
+	// timesEvicted: how many preemptions have evicted pods of its gang.
+	timesEvicted int
 	// reclaim: the unit is in another queue than the preemptor's.
 	reclaim bool
 	parent  *unit
@@ -45,7 +47,9 @@ type unit struct {
 // moreImportant orders units most important first, the order they are
 // spared in (SPEC §5.3): gangs before pods without a gang before elastic
 // pods; higher priority first; the older elastic pods of a gang first (the
-// newest goes first); more cards, then more pods, first.
+// newest goes first); more cards, then more pods, first; then a gang
+// evicted more often first, so that of gangs alike the same one is not
+// taken each time it is placed again (it would never finish).
 func moreImportant(a, b *unit) bool {
 	if a.kind != b.kind {
 		return a.kind > b.kind
@@ -61,6 +65,9 @@ func moreImportant(a, b *unit) bool {
 	}
 	if len(a.pods) != len(b.pods) {
 		return len(a.pods) > len(b.pods)
+	}
+	if a.timesEvicted != b.timesEvicted {
+		return a.timesEvicted > b.timesEvicted
 	}
 	return a.pods[0].Pod.Namespace+"/"+a.pods[0].Pod.Name < b.pods[0].Pod.Namespace+"/"+b.pods[0].Pod.Name
 }
@@ -112,7 +119,7 @@ func (el eligibility) units(placed []state.PodView) []*unit {
 				continue
 			}
 			out = append(out, &unit{kind: elasticPod, pods: []state.PodView{p}, queue: p.Queue, gang: p.Gang,
-				priority: p.Priority, rank: p.Rank, cards: cardsOf(p), reclaim: p.Queue != el.pre.Queue, parent: parent})
+				priority: p.Priority, rank: p.Rank, cards: cardsOf(p), timesEvicted: p.GangEvicted, reclaim: p.Queue != el.pre.Queue, parent: parent})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return moreImportant(out[i], out[j]) })
@@ -125,7 +132,8 @@ func (el eligibility) whole(k kind, pods []state.PodView) *unit {
 	if len(pods) == 0 {
 		return nil
 	}
-	u := &unit{kind: k, pods: pods, queue: pods[0].Queue, gang: pods[0].Gang, priority: pods[0].Priority, reclaim: pods[0].Queue != el.pre.Queue}
+	u := &unit{kind: k, pods: pods, queue: pods[0].Queue, gang: pods[0].Gang, priority: pods[0].Priority,
+		timesEvicted: pods[0].GangEvicted, reclaim: pods[0].Queue != el.pre.Queue}
 	for _, p := range pods {
 		if p.Preemptibility != workload.Preemptible {
 			return nil

@@ -141,6 +141,7 @@ func TestMoreImportant(t *testing.T) {
 		}
 		return out
 	}
+	evicted := func(x *unit, times int) *unit { x.timesEvicted = times; return x }
 	tests := []struct {
 		name string
 		a, b *unit
@@ -151,6 +152,7 @@ func TestMoreImportant(t *testing.T) {
 		{"the older elastic pod of a gang first", u("e1", elasticPod, 10, "ns/g", 1, 1, 1), u("e2", elasticPod, 10, "ns/g", 2, 8, 1)},
 		{"more cards first", u("big", singlePod, 10, "", 0, 4, 1), u("small", singlePod, 10, "", 0, 1, 1)},
 		{"more pods first", u("two", wholeGang, 10, "ns/a", 0, 2, 2), u("one", wholeGang, 10, "ns/b", 0, 2, 1)},
+		{"a gang evicted more often first", evicted(u("z", wholeGang, 10, "ns/z", 0, 2, 1), 2), evicted(u("a", wholeGang, 10, "ns/a", 0, 2, 1), 1)},
 		{"then by name", u("a", singlePod, 10, "", 0, 1, 1), u("b", singlePod, 10, "", 0, 1, 1)},
 	}
 	for _, tc := range tests {

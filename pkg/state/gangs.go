@@ -47,6 +47,10 @@ type gangEntry struct {
 	// placed less and less often. Its min bound, or a PodGroup of a new
 	// UID, starts it again.
 	gaveUp int
+	// evicted counts the preemptions that evicted pods of it (Preempted):
+	// of victims otherwise alike, one evicted less often goes first, so
+	// reclaim does not take the same gang each time it is placed again.
+	evicted int
 	// waits is why its pods were last turned away for another gang (one
 	// being placed, one that needs its min); nil once one was let through,
 	// or turned away for the gang's own state (incomplete, backing off),

@@ -26,6 +26,9 @@ type PodView struct {
 	// its place among its gang's placed pods, 0 the oldest (PlacedIn).
 	Elastic bool
 	Rank    int
+	// GangEvicted (PlacedIn) is how many preemptions have evicted pods of
+	// its gang since this process has known the gang.
+	GangEvicted int
 	// Displaced (Prospect), when not nil, is the min member of the pod's
 	// semi-preemptible gang that placing it would push out to elastic: it
 	// leaves the queue's non-preemptible use as the pod enters it.

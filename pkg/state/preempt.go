@@ -140,6 +140,7 @@ func (s *State) PlacedIn(queues ...string) []PodView {
 					}
 				}
 				p.Rank = ranks[e]
+				p.GangEvicted = g.evicted
 			}
 			out = append(out, p)
 		}
@@ -175,9 +176,14 @@ func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev
 		s.endPreemptionLocked(old, false) // the members are nominated anew
 	}
 	var grace time.Duration
+	hit := map[*gangEntry]bool{}
 	for _, uid := range victims {
 		if e := s.books.pods[uid]; e != nil {
 			grace = max(grace, gracePeriod(e.pod))
+			if g := s.books.gangs[e.Gang]; g != nil && !hit[g] {
+				hit[g] = true
+				g.evicted++
+			}
 		}
 	}
 	pr := &preemption{key: p.Key, victims: sets.New(victims...), claims: map[types.UID]Claim{}, used: map[types.UID]Claim{},

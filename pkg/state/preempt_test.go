@@ -594,3 +594,34 @@ func TestNewPodGroupDoesNotInheritBackoff(t *testing.T) {
 		t.Errorf("a PodGroup made again backs off until %v after %q; want no backoff", st.BackoffUntil, st.LastFailure)
 	}
 }
+
+// TestPlacedInCountsAGangsEvictions: each preemption that evicts pods of a
+// gang counts once for it, and its pods placed again carry the count, so
+// reclaim can spare the gang it took last time (pkg/preemption).
+func TestPlacedInCountsAGangsEvictions(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 0, 8).Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	s.OnPodGroup(podGroup("g", 2, nil))
+	first := []*corev1.Pod{bound(member("g", 0), "n"), bound(member("g", 1), "n")}
+	for _, p := range first {
+		s.OnPod(p)
+	}
+	s.Preempted(Preemptor{Key: "gang ns/other"}, []types.UID{first[0].UID, first[1].UID}, nil)
+	for _, p := range first {
+		s.OnPodDeleted(p)
+	}
+	again := []*corev1.Pod{bound(member("g", 2), "n"), bound(member("g", 3), "n")}
+	for _, p := range again {
+		s.OnPod(p)
+	}
+	views := s.PlacedIn("q")
+	if len(views) != 2 {
+		t.Fatalf("placed in q: %d pods, want 2", len(views))
+	}
+	for _, v := range views {
+		if v.GangEvicted != 1 {
+			t.Errorf("pod %s of a gang evicted once (two pods in one preemption): GangEvicted %d, want 1", v.Pod.Name, v.GangEvicted)
+		}
+	}
+}
