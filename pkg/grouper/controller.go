@@ -69,8 +69,12 @@ type Grouper struct {
 	reader   *reader
 	pods     corelisters.PodLister
 	// mends are the pods whose reconcile was asked to mend their PodGroup
-	// (askToMend): types.NamespacedName -> struct{}.
+	// (askToMend): types.NamespacedName -> gang.Key.
 	mends sync.Map
+	// queue is the workqueue of the running controller, for a mend passed
+	// on from a pod that is gone (askAnotherToMend).
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 }
 
 // SetupWithManager registers the grouper with mgr: it reconciles a pod
@@ -112,6 +116,9 @@ func (g *Grouper) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 		Named("grouper").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			g.mu.Lock()
+			g.queue = q
+			g.mu.Unlock()
 			return g.watch(ctx, f.Core().V1().Pods().Informer(), []cacheInformer{
 				f.Batch().V1().Jobs().Informer(), f.Apps().V1().ReplicaSets().Informer(),
 				f.Apps().V1().StatefulSets().Informer(), f.Apps().V1().Deployments().Informer(),
@@ -140,8 +147,9 @@ func (g *Grouper) askForMember(obj client.Object, q workqueue.TypedRateLimitingI
 	if !ok || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
 		return
 	}
-	if p := g.State.GangMember(gang.KeyOf(pg)); p != nil {
-		g.askToMend(p, q)
+	k := gang.KeyOf(pg)
+	if p := g.State.GangMember(k); p != nil {
+		g.askToMend(p, k, q)
 	}
 }
 
@@ -150,17 +158,32 @@ func (g *Grouper) askForMember(obj client.Object, q workqueue.TypedRateLimitingI
 // events do not: its workload is what changed, or its PodGroup, never the
 // pod (a pod ruled on with its siblings would otherwise mend their
 // PodGroup once for each of them).
-func (g *Grouper) askToMend(p *corev1.Pod, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (g *Grouper) askToMend(p *corev1.Pod, k gang.Key, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-	g.mends.Store(key, struct{}{})
+	g.mends.Store(key, k)
 	q.Add(reconcile.Request{NamespacedName: key})
+}
+
+// askAnotherToMend passes a mend asked of a pod that is gone on to
+// another pod of its gang, if it has one.
+func (g *Grouper) askAnotherToMend(k gang.Key) {
+	g.mu.Lock()
+	q := g.queue
+	g.mu.Unlock()
+	if p := g.State.GangMember(k); p != nil && q != nil {
+		g.askToMend(p, k, q)
+	}
 }
 
 // Reconcile groups one pod the grouper may group and has not ruled on, or,
 // for a pod it grouped, mends its PodGroup from its workload as it is now.
 func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	asked, mend := g.mends.LoadAndDelete(req.NamespacedName)
 	pod, err := g.pods.Pods(req.Namespace).Get(req.Name)
 	if err != nil {
+		if k, ok := asked.(gang.Key); mend && ok {
+			g.askAnotherToMend(k)
+		}
 		return reconcile.Result{}, nil // gone
 	}
 	if g.State.AwaitsGrouping(pod) {
@@ -170,7 +193,7 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, g.labelBound(ctx, pod)
 	}
 	if k, ok := g.State.GangOf(pod); ok && !k.Native() && pod.Spec.SchedulerName == g.SchedulerName {
-		if _, asked := g.mends.LoadAndDelete(req.NamespacedName); !asked {
+		if !mend {
 			return reconcile.Result{}, nil
 		}
 		_, name := k.Split()
@@ -179,7 +202,7 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			return g.group(ctx, pod)
 		}
 		if err != nil || res.RequeueAfter > 0 {
-			g.mends.Store(req.NamespacedName, struct{}{}) // asked again
+			g.mends.Store(req.NamespacedName, k) // asked again
 		}
 		return res, err
 	}

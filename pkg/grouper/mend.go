@@ -37,6 +37,9 @@ func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) (recon
 		return reconcile.Result{}, nil
 	}
 	chain, err := Walk(g.reader, pod)
+	if errors.Is(err, ErrOwnerUnseen) {
+		return reconcile.Result{RequeueAfter: retryUnseen}, nil // not read yet (after a start): asked again
+	}
 	if err != nil {
 		return reconcile.Result{}, nil // its workload is gone or unreadable: nothing to mend from
 	}
@@ -48,7 +51,10 @@ func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) (recon
 		// has seen them since it ruled on them, the PodGroup goes, and
 		// its pods are ruled on anew once it is gone (asked again
 		// below); a gang placed keeps it until its pods end.
-		if st, ok := g.State.GangStatus(k); !ok || st.Placed > 0 || !g.State.Synced() || !g.State.GroupedAndWaiting(pod) {
+		if !g.State.Synced() {
+			return reconcile.Result{RequeueAfter: retryUnseen}, nil // judged once the state has loaded
+		}
+		if st, ok := g.State.GangStatus(k); !ok || st.Placed > 0 || !g.State.GroupedAndWaiting(pod) {
 			return reconcile.Result{}, nil
 		}
 		klog.FromContext(ctx).V(2).Info("Deleting a PodGroup its workload no longer asks for", "podGroup", klog.KObj(have))

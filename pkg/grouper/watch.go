@@ -61,6 +61,11 @@ func (g *Grouper) watch(ctx context.Context, pods cacheInformer, workloads []cac
 			}
 			if p, ok := obj.(*corev1.Pod); ok {
 				g.unseen.forget(p.UID)
+				if k, asked := g.mends.LoadAndDelete(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); asked {
+					if k, ok := k.(gang.Key); ok {
+						g.askToMend(p, k, q) // passed on by its reconcile, now it is gone
+					}
+				}
 			}
 		},
 	}); err != nil {
@@ -115,8 +120,9 @@ func (g *Grouper) workloadChanged(ctx context.Context, obj metav1.Object, q work
 			continue
 		}
 		for i := range pgs.Items {
-			if p := g.State.GangMember(gang.KeyOf(&pgs.Items[i])); p != nil {
-				g.askToMend(p, q)
+			k := gang.KeyOf(&pgs.Items[i])
+			if p := g.State.GangMember(k); p != nil {
+				g.askToMend(p, k, q)
 			}
 		}
 	}

@@ -71,7 +71,7 @@ type GangIncomplete struct {
 
 func (r GangIncomplete) String() string {
 	if r.Gated > 0 {
-		return fmt.Sprintf("gang %s has %d of its minMember %d pods that can be scheduled (%d more behind scheduling gates); waiting for %d more",
+		return fmt.Sprintf("gang %s has %d of its minMember %d pods that can be scheduled (%d more behind scheduling gates or waiting for their resource claims); waiting for %d more",
 			r.Gang, r.Have, r.Min, r.Gated, r.Min-r.Have)
 	}
 	return fmt.Sprintf("gang %s has %d of its minMember %d pods; waiting for %d more", r.Gang, r.Have, r.Min, r.Min-r.Have)
@@ -81,7 +81,7 @@ func (r GangIncomplete) Error() string { return r.String() }
 
 func (r GangIncomplete) Fix() string {
 	if r.Gated > 0 {
-		return fmt.Sprintf("remove the scheduling gates (spec.schedulingGates) of %d of its gated pods, create more pods of the gang, or lower its minMember", min(r.Gated, r.Min-r.Have))
+		return fmt.Sprintf("lift the scheduling gates (spec.schedulingGates) or make the resource claims of %d of its held pods, create more pods of the gang, or lower its minMember", min(r.Gated, r.Min-r.Have))
 	}
 	return fmt.Sprintf("create %d more pods of the gang, or lower its minMember", r.Min-r.Have)
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -221,7 +222,13 @@ func (s *State) failLocked(g *gangEntry, reason string, backoff bool) {
 		s.unplaceLocked(e)
 	}
 	if backoff {
-		d := s.settings.GangBackoff << min(max(g.gaveUp-1, 0), maxGaveUpDoublings)
+		d := s.settings.GangBackoff
+		for range min(max(g.gaveUp-1, 0), maxGaveUpDoublings) {
+			if d > math.MaxInt64/2 {
+				break // a backoff of centuries already
+			}
+			d *= 2
+		}
 		if until := s.clock.Now().Add(d); until.After(g.backoffUntil) {
 			g.backoffUntil = until
 		}

@@ -137,10 +137,13 @@ func (s *State) onGroup(k gang.Key, pg *schedv1alpha1.PodGroup) {
 	g := s.gangLocked(k)
 	old := g.group
 	g.group = pg
-	if g.groupUID != "" && g.groupUID != pg.UID {
+	if g.groupUID != "" && g.groupUID != pg.UID && g.gaveUp == 0 {
 		// Another PodGroup of the name (a workload deleted and made
-		// again): it does not inherit the backoff of the one before.
-		g.backoffUntil, g.lastFailure, g.gaveUp = time.Time{}, "", 0
+		// again): it does not inherit the backoff of the one before,
+		// unless that one gave up at Permit (reserve.go): making the
+		// PodGroup again must not let a gang whose members wait for a
+		// pod that never comes take the gang being placed at once.
+		g.backoffUntil, g.lastFailure = time.Time{}, ""
 	}
 	g.groupUID = pg.UID
 	if old == nil || old.UID != pg.UID {

@@ -94,8 +94,9 @@ func (g *gangEntry) min() int {
 func (g *gangEntry) needsMin() bool { return g.group != nil && len(g.placed) < g.min() }
 
 // triable counts the members kube-scheduler may try: those it may still
-// hold before Cardinal's PreEnqueue (isGated) are not. A gang is complete, admitted and waits for its
-// min only on these, so a member gated for as long as its owner likes never
+// hold before Cardinal's PreEnqueue (isGated) are not. A gang is complete,
+// admitted and waits for its min only on these, so a member gated for as
+// long as its owner likes never
 // lets its gang reserve nodes for it, hold the one gang being placed, or
 // keep other gangs' elastic pods waiting (SPEC §2.3, §2.4).
 func (g *gangEntry) triable() int { return len(g.members) - g.gated }
@@ -104,9 +105,13 @@ func (g *gangEntry) triable() int { return len(g.members) - g.gated }
 // Cardinal's PreEnqueue sees it: one behind scheduling gates, or with
 // resource claims (DynamicResources holds it while a claim does not
 // exist). A pod with claims counts once it reaches Cardinal's PreEnqueue
-// (AdmitGang), so past DynamicResources's.
-func isGated(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName == "" && (len(pod.Spec.SchedulingGates) > 0 || len(pod.Spec.ResourceClaims) > 0)
+// (AdmitGang), so past DynamicResources's. A tool's read-only copy of the
+// state (kubectl cardinal) sees no PreEnqueue: there only gates count.
+func (s *State) isGated(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" {
+		return false
+	}
+	return len(pod.Spec.SchedulingGates) > 0 || len(pod.Spec.ResourceClaims) > 0 && !s.settings.ReadOnly
 }
 
 func (g *gangEntry) countQueue(q string, n int) {
@@ -137,7 +142,7 @@ func (s *State) joinGangLocked(e *podEntry) {
 	g := s.gangLocked(e.Gang)
 	g.members[e.pod.UID] = e
 	g.countQueue(e.Queue, 1)
-	if e.gated = !e.preEnqueued && isGated(e.pod); e.gated {
+	if e.gated = !e.preEnqueued && s.isGated(e.pod); e.gated {
 		g.gated++
 	}
 	if e.placed() {

@@ -150,6 +150,21 @@ func TestGivingUpBacksOffLonger(t *testing.T) {
 			t.Errorf("give-up %d backs off %s, want %s", i+1, got, want*backoff)
 		}
 	}
+	// Made again, its PodGroup keeps the backoff of the give-ups.
+	if _, st := s.TryStart(g0); !st.IsSuccess() {
+		t.Fatalf("g-0 not let through: %v", st)
+	}
+	s.Reserve(g0, "n")
+	s.Unreserve(g0)
+	before, _ := s.GangStatus("ns/g")
+	pg := podGroup("g", 2, nil)
+	s.OnPodGroupGone(pg)
+	pg.UID = "pg-g-made-again"
+	s.OnPodGroup(pg)
+	if after, _ := s.GangStatus("ns/g"); !after.BackoffUntil.Equal(before.BackoffUntil) {
+		t.Errorf("its PodGroup made again after give-ups backs off until %v, want %v", after.BackoffUntil, before.BackoffUntil)
+	}
+	clk.Step(before.BackoffUntil.Sub(clk.Now()))
 	s.FailGang("ns/g", "a member fits nowhere")
 	if v, _ := s.GangStatus("ns/g"); v.BackoffUntil.Sub(clk.Now()) != backoff {
 		t.Errorf("a failure of another kind backs off %s, want %s", v.BackoffUntil.Sub(clk.Now()), backoff)

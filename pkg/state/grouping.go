@@ -55,7 +55,13 @@ func (s *State) admitUngangedPod(pod *corev1.Pod) (st *fwk.Status, inGang bool) 
 // not wait, and then it never will: it is in the scheduling queue alone.
 func (s *State) awaitGroupingLocked(pod *corev1.Pod) *fwk.Status {
 	e, recorded := s.ensurePodLocked(pod)
-	if !recorded || e.ruling != unruled {
+	if !recorded {
+		return nil
+	}
+	// Cardinal's PreEnqueue sees it: it is past the plugins before it
+	// (gangs.go, isGated), for the gang it may be put in.
+	e.preEnqueued = true
+	if e.ruling != unruled {
 		return nil
 	}
 	if s.wiring.missing[podGroupsAPI] != "" || s.settings.ReadOnly {

@@ -173,12 +173,23 @@ func TestNativePodGroupIsAGang(t *testing.T) {
 // when the gang's last member joins, its waiting members are woken; the
 // Binding is told which PodGroup to write; a pod gone leaves nothing.
 func TestGroupedJoinsItsGang(t *testing.T) {
+	// Pods with resource claims too: held for the grouper at Cardinal's
+	// PreEnqueue, they are past DynamicResources and count at once.
+	for _, claims := range []bool{false, true} {
+		t.Run(fmt.Sprintf("claims=%v", claims), func(t *testing.T) { testGroupedJoinsItsGang(t, claims) })
+	}
+}
+
+func testGroupedJoinsItsGang(t *testing.T, claims bool) {
 	s, _ := newTestState(func(st *Settings) { st.GroupedKinds = workload.NewKinds(workload.Job) })
 	s.OnPodGroup(podGroup("train", 2, nil))
 	pods := make([]*corev1.Pod, 2)
 	for i := range pods {
 		pods[i] = builder.MakePod("ns", fmt.Sprintf("train-%d", i)).ControlledBy("batch/v1", "Job", "train", "job-uid").GPU(1).Obj()
 		pods[i].UID = types.UID(pods[i].Name)
+		if claims {
+			pods[i].Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptrTo(pods[i].Name)}}
+		}
 		s.OnPod(pods[i])
 		if _, ok := refusal.As(s.AdmitGang(pods[i])); !ok {
 			t.Fatalf("pod %s not held for the grouper", pods[i].Name)

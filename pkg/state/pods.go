@@ -169,7 +169,7 @@ func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string)
 			e.owner = owner()
 			s.setFactsLocked(e, s.factsLocked(pod, e.owner))
 		}
-		if e.gated && !isGated(pod) {
+		if e.gated && !s.isGated(pod) {
 			s.ungateLocked(e)
 		}
 	}
