@@ -134,13 +134,31 @@ type queueModel struct{ queue, model string }
 // gangs)) for longer than ShareSettle is off its share. The share a queue
 // is held to is what it deserves or what it asks for, whichever is less: a
 // queue's deserved share starts at its guarantee (SPEC §3.2) whether or not
-// it asks for it.
+// it asks for it. A queue above its share is off it only while another
+// queue of the model is below its own beyond its tolerance: until then it
+// borrows capacity no one else can use (SPEC §3.3), a guarantee left idle
+// among it.
 func shares(n *record.Numbers, timeline []record.Sample, jobs []record.Job) {
 	series := map[queueModel][]record.Sample{}
 	for _, s := range timeline {
 		if s.Queue != "" {
 			k := queueModel{s.Queue, s.Model}
 			series[k] = append(series[k], s)
+		}
+	}
+	type modelAt struct {
+		model string
+		t     float64
+	}
+	// short are the model and sample times at which some queue was below
+	// its share beyond its tolerance.
+	short := map[modelAt]bool{}
+	for k, ss := range series {
+		gang := gangUnits(jobs, k)
+		for _, s := range ss {
+			if target, tol := shareOf(s, gang); float64(target-s.Allocated) > tol {
+				short[modelAt{k.model, s.T}] = true
+			}
 		}
 	}
 	violated := 0
@@ -153,9 +171,9 @@ func shares(n *record.Numbers, timeline []record.Sample, jobs []record.Job) {
 			if s.Capability >= 0 && s.Allocated > s.Capability {
 				over = true
 			}
-			target := min(s.Deserved, s.Request)
-			tol := max(ShareTolerance*float64(target), gang)
-			off := math.Abs(float64(s.Allocated-target)) > tol
+			target, tol := shareOf(s, gang)
+			below, above := float64(target-s.Allocated) > tol, float64(s.Allocated-target) > tol
+			off := below || above && short[modelAt{k.model, s.T}]
 			if target > 0 || s.Allocated > 0 {
 				total++
 				if !off {
@@ -184,6 +202,13 @@ func shares(n *record.Numbers, timeline []record.Sample, jobs []record.Job) {
 	if total > 0 {
 		n.WithinShare = float64(within) / float64(total)
 	}
+}
+
+// shareOf is the share a queue is held to at a sample, and how far from it
+// it may be.
+func shareOf(s record.Sample, gang float64) (int64, float64) {
+	target := min(s.Deserved, s.Request)
+	return target, max(ShareTolerance*float64(target), gang)
 }
 
 // gangUnits is the largest min a queue's jobs need of a model, in that

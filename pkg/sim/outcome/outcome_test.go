@@ -64,7 +64,11 @@ func TestShares(t *testing.T) {
 	q := func(t float64, alloc, req, deserved, capability int64) record.Sample {
 		return record.Sample{T: t, Queue: "team-a", Model: "H100", PerCard: 1, Allocated: alloc, Request: req, Deserved: deserved, Capability: capability}
 	}
+	b := func(t float64, alloc, req, deserved int64) record.Sample {
+		return record.Sample{T: t, Queue: "team-b", Model: "H100", PerCard: 1, Allocated: alloc, Request: req, Deserved: deserved, Capability: 32}
+	}
 	gangOf4 := []record.Job{{Queue: "team-a", Resource: "gpu", Min: 4, Units: 1}}
+	gangsOf4 := append([]record.Job{{Queue: "team-b", Resource: "gpu", Min: 4, Units: 1}}, gangOf4...)
 	for _, tc := range []struct {
 		name       string
 		timeline   []record.Sample
@@ -84,6 +88,13 @@ func TestShares(t *testing.T) {
 			timeline: []record.Sample{q(0, 4, 16, 8, 16), q(100, 4, 16, 8, 16)}},
 		{name: "held to what it asks when below deserved",
 			timeline: []record.Sample{q(0, 2, 2, 8, 16), q(100, 2, 2, 8, 16)}},
+		{name: "above its share, borrowing a guarantee no one asks for", jobs: gangsOf4,
+			timeline: []record.Sample{q(0, 24, 24, 8, 32), b(0, 0, 0, 8), q(100, 24, 24, 8, 32), b(100, 0, 0, 8)}},
+		{name: "above its share while another queue is short of its own", jobs: gangsOf4,
+			timeline: []record.Sample{q(0, 24, 24, 12, 32), b(0, 0, 16, 12), q(100, 24, 24, 12, 32), b(100, 0, 16, 12)},
+			offShare: 2, maxOff: 100},
+		{name: "above its share while another is short within one gang", jobs: gangsOf4,
+			timeline: []record.Sample{q(0, 20, 24, 12, 32), b(0, 8, 16, 12), q(100, 20, 24, 12, 32), b(100, 8, 16, 12)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n record.Numbers
