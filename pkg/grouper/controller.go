@@ -165,13 +165,16 @@ func (g *Grouper) askToMend(p *corev1.Pod, k gang.Key, q workqueue.TypedRateLimi
 }
 
 // askAnotherToMend passes a mend asked of a pod that is gone on to
-// another pod of its gang, if it has one.
+// another pod of its gang, if it has one, a moment later: the state may
+// not have seen the pod go yet, and offer it again.
 func (g *Grouper) askAnotherToMend(k gang.Key) {
 	g.mu.Lock()
 	q := g.queue
 	g.mu.Unlock()
 	if p := g.State.GangMember(k); p != nil && q != nil {
-		g.askToMend(p, k, q)
+		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		g.mends.Store(key, k)
+		q.AddAfter(reconcile.Request{NamespacedName: key}, retryUnseen)
 	}
 }
 
@@ -190,7 +193,13 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return g.group(ctx, pod)
 	}
 	if unlabelledBound(pod) && pod.Spec.SchedulerName == g.SchedulerName {
-		return reconcile.Result{}, g.labelBound(ctx, pod)
+		if err := g.labelBound(ctx, pod); err != nil || !mend {
+			if mend {
+				g.mends.Store(req.NamespacedName, asked) // asked again with the retry
+			}
+			return reconcile.Result{}, err
+		}
+		// Labelled; the mend asked of it is made below.
 	}
 	if k, ok := g.State.GangOf(pod); ok && !k.Native() && pod.Spec.SchedulerName == g.SchedulerName {
 		if !mend {

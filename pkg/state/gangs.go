@@ -44,8 +44,8 @@ type gangEntry struct {
 	// giving up its reservation (a Permit wait run out, a failed bind):
 	// each doubles the next backoff (failLocked), so a gang whose min
 	// waits for a member that does not come holds the one gang being
-	// placed less and less often. Its min bound, or a PodGroup of a new
-	// UID, starts it again.
+	// placed less and less often. Its min bound, or a failure of another
+	// kind, starts it again; a PodGroup made anew does not (feed.go).
 	gaveUp int
 	// evicted counts the preemptions that evicted pods of it (Preempted):
 	// of victims otherwise alike, one evicted less often goes first, so

@@ -176,18 +176,18 @@ func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev
 		s.endPreemptionLocked(old, false) // the members are nominated anew
 	}
 	var grace time.Duration
-	hit := map[*gangEntry]bool{}
+	evicted := sets.New[gang.Key]()
 	for _, uid := range victims {
 		if e := s.books.pods[uid]; e != nil {
 			grace = max(grace, gracePeriod(e.pod))
-			if g := s.books.gangs[e.Gang]; g != nil && !hit[g] {
-				hit[g] = true
+			if g := s.books.gangs[e.Gang]; g != nil && !evicted.Has(g.key) {
+				evicted.Insert(g.key)
 				g.evicted++
 			}
 		}
 	}
 	pr := &preemption{key: p.Key, victims: sets.New(victims...), claims: map[types.UID]Claim{}, used: map[types.UID]Claim{},
-		deadline: s.clock.Now().Add(grace + claimTTL)}
+		evicted: evicted, deadline: s.clock.Now().Add(grace + claimTTL)}
 	for pod, node := range nominated {
 		pr.members = append(pr.members, pod)
 		if s.books.pods[pod.UID] != nil {
@@ -216,6 +216,14 @@ func (s *State) EvictionFailed(key string, victim types.UID) {
 		return // gone meanwhile, or the preemption already ended
 	}
 	if pr := s.preemptions.underWay[key]; pr != nil {
+		// The victim's gang was not evicted after all: it is not counted
+		// as evicted by this preemption (gangEntry.evicted).
+		if e := s.books.pods[victim]; e != nil {
+			if g := s.books.gangs[e.Gang]; g != nil && pr.evicted.Has(g.key) {
+				pr.evicted.Delete(g.key)
+				g.evicted--
+			}
+		}
 		s.endPreemptionLocked(pr, true)
 		s.activateLocked(slices.Values(pr.members))
 	}

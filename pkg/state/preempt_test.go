@@ -615,6 +615,9 @@ func TestPlacedInCountsAGangsEvictions(t *testing.T) {
 	for _, p := range again {
 		s.OnPod(p)
 	}
+	// A preemption whose eviction fails does not count.
+	s.Preempted(Preemptor{Key: "gang ns/third"}, []types.UID{again[0].UID, again[1].UID}, nil)
+	s.EvictionFailed("gang ns/third", again[0].UID)
 	views := s.PlacedIn("q")
 	if len(views) != 2 {
 		t.Fatalf("placed in q: %d pods, want 2", len(views))

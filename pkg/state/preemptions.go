@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"cardinal.dev/cardinal/pkg/gang"
 )
 
 // preemptions are the evictions under way and the room kept for their
@@ -51,6 +53,9 @@ type preemption struct {
 	used map[types.UID]Claim
 	// members are the preemptor's pods, woken when the victims are gone.
 	members []*corev1.Pod
+	// evicted are the gangs of its victims, each counted once as evicted
+	// (gangEntry.evicted).
+	evicted sets.Set[gang.Key]
 	// deadline ends the preemption even if a victim never goes.
 	deadline time.Time
 	// gone is when the last victim went; zero while one remains.

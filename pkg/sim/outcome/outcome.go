@@ -135,9 +135,10 @@ type queueModel struct{ queue, model string }
 // is held to is what it deserves or what it asks for, whichever is less: a
 // queue's deserved share starts at its guarantee (SPEC §3.2) whether or not
 // it asks for it. A queue above its share is off it only while another
-// queue of the model is below its own beyond its tolerance: until then it
-// borrows capacity no one else can use (SPEC §3.3), a guarantee left idle
-// among it.
+// queue of the model is short of its own by one of its gangs or more (it
+// could be given a gang and stay within its share): until then it borrows
+// capacity no one else can use (SPEC §3.3), a guarantee left idle among
+// it.
 func shares(n *record.Numbers, timeline []record.Sample, jobs []record.Job) {
 	series := map[queueModel][]record.Sample{}
 	for _, s := range timeline {
@@ -150,13 +151,13 @@ func shares(n *record.Numbers, timeline []record.Sample, jobs []record.Job) {
 		model string
 		t     float64
 	}
-	// short are the model and sample times at which some queue was below
-	// its share beyond its tolerance.
+	// short are the model and sample times at which some queue was short
+	// of its share by one of its gangs or more.
 	short := map[modelAt]bool{}
 	for k, ss := range series {
-		gang := gangUnits(jobs, k)
+		gang := max(gangUnits(jobs, k), 1)
 		for _, s := range ss {
-			if target, tol := shareOf(s, gang); float64(target-s.Allocated) > tol {
+			if target, _ := shareOf(s, gang); float64(target-s.Allocated) >= gang {
 				short[modelAt{k.model, s.T}] = true
 			}
 		}

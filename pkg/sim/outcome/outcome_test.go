@@ -93,8 +93,11 @@ func TestShares(t *testing.T) {
 		{name: "above its share while another queue is short of its own", jobs: gangsOf4,
 			timeline: []record.Sample{q(0, 24, 24, 12, 32), b(0, 0, 16, 12), q(100, 24, 24, 12, 32), b(100, 0, 16, 12)},
 			offShare: 2, maxOff: 100},
-		{name: "above its share while another is short within one gang", jobs: gangsOf4,
-			timeline: []record.Sample{q(0, 20, 24, 12, 32), b(0, 8, 16, 12), q(100, 20, 24, 12, 32), b(100, 8, 16, 12)}},
+		{name: "above its share while another could take one of its gangs", jobs: gangsOf4,
+			timeline: []record.Sample{q(0, 20, 24, 12, 32), b(0, 8, 16, 12), q(100, 20, 24, 12, 32), b(100, 8, 16, 12)},
+			offShare: 1, maxOff: 100},
+		{name: "above its share while another is short by less than one of its gangs", jobs: gangsOf4,
+			timeline: []record.Sample{q(0, 20, 24, 12, 32), b(0, 10, 16, 12), q(100, 20, 24, 12, 32), b(100, 10, 16, 12)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n record.Numbers

@@ -177,7 +177,7 @@ func (d *doc) queues() {
 	d.para("Solid lines are each queue's whole cards allocated, dashed lines its deserved share in the same colour; " +
 		"a solid line that stays far below its dashed one while the queue asks for more is a queue kept off its share. " +
 		"A queue is held to its deserved share or what it asks for, whichever is less, within 10 %% of it or one of its gangs; " +
-		"above it, it is off its share only while another queue of the model is short of its own: until then it borrows " +
+		"above it, it is off its share only while another queue of the model is short of its own by one of its gangs or more: until then it borrows " +
 		"capacity no one else asks for (SPEC §3.3), such as another queue's idle guarantee.")
 	if d.v.hidden > 0 {
 		d.para("The %d queues that held and deserved the least card-time are added up as one grey line, \"other %d queues\".",
