@@ -23,8 +23,9 @@ type gangEntry struct {
 	groupUID types.UID
 	// members are the gang's live pods of Cardinal's profile.
 	members map[types.UID]*podEntry
-	// gated counts members behind scheduling gates: kube-scheduler does not
-	// try them, so they do not count toward the gang's min (triable).
+	// gated counts members kube-scheduler may still hold before Cardinal's
+	// PreEnqueue (isGated): they do not count toward the gang's min
+	// (triable).
 	gated int
 	// foreign are live pods that join the gang but name another scheduler:
 	// pod name -> scheduler name.
@@ -95,10 +96,10 @@ func (g *gangEntry) needsMin() bool { return g.group != nil && len(g.placed) < g
 
 // triable counts the members kube-scheduler may try: those it may still
 // hold before Cardinal's PreEnqueue (isGated) are not. A gang is complete,
-// admitted and waits for its min only on these, so a member gated for as
-// long as its owner likes never
-// lets its gang reserve nodes for it, hold the one gang being placed, or
-// keep other gangs' elastic pods waiting (SPEC §2.3, §2.4).
+// admitted and waits for its min only on these, so a member held for as
+// long as its owner likes never lets its gang reserve nodes for it, hold
+// the one gang being placed, or keep other gangs' elastic pods waiting
+// (SPEC §2.3, §2.4).
 func (g *gangEntry) triable() int { return len(g.members) - g.gated }
 
 // isGated tells a pending pod that kube-scheduler may hold before
@@ -178,8 +179,9 @@ func (g *gangEntry) dropMember(e *podEntry) {
 	}
 }
 
-// ungateLocked counts a member whose scheduling gates were removed toward
-// its gang's min: the gang may be complete now, and its pods are woken.
+// ungateLocked counts a member kube-scheduler no longer holds (its gates
+// removed, or seen at Cardinal's PreEnqueue) toward its gang's min: the
+// gang may be complete now, and its pods are woken.
 func (s *State) ungateLocked(e *podEntry) {
 	e.gated = false
 	g := s.books.gangs[e.Gang]

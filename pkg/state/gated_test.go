@@ -9,7 +9,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/refusal"
-	"cardinal.dev/cardinal/test/builder"
 	"cardinal.dev/cardinal/test/fake"
 )
 
@@ -21,11 +20,7 @@ import (
 // is complete and its pods are woken; a gated member that goes leaves no
 // count behind.
 func TestGatedMembersDoNotCount(t *testing.T) {
-	s, _ := newTestState()
-	s.OnQueue(builder.MakeQueue("q").Card(h200, 0, 8).Obj())
-	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
-	s.OnPodGroup(podGroup("a", 3, nil))
-	s.OnPodGroup(podGroup("b", 2, nil))
+	s, _ := gangState(map[string]int32{"a": 3, "b": 2})
 	gated := member("a", 2)
 	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
 	a := []*corev1.Pod{member("a", 0), member("a", 1), gated}
@@ -86,11 +81,7 @@ func TestGatedMembersDoNotCount(t *testing.T) {
 // not exist; its gang is then complete and its other pods are woken. A
 // bound pod with claims counts at once (after a restart).
 func TestMemberWithClaimsCountsOncePastDynamicResources(t *testing.T) {
-	s, _ := newTestState()
-	s.OnQueue(builder.MakeQueue("q").Card(h200, 0, 8).Obj())
-	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
-	s.OnPodGroup(podGroup("a", 2, nil))
-	s.OnPodGroup(podGroup("r", 1, nil))
+	s, _ := gangState(map[string]int32{"a": 2, "r": 1})
 	claims := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptrTo("a-claim")}}
 	a0, a1 := member("a", 0), member("a", 1)
 	a1.Spec.ResourceClaims = claims
@@ -123,10 +114,7 @@ func TestMemberWithClaimsCountsOncePastDynamicResources(t *testing.T) {
 // times podGroupBackoffSeconds, so it holds the one gang being placed
 // less and less often; a failure of another kind backs off as usual.
 func TestGivingUpBacksOffLonger(t *testing.T) {
-	s, clk := newTestState()
-	s.OnQueue(builder.MakeQueue("q").Card(h200, 0, 8).Obj())
-	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
-	s.OnPodGroup(podGroup("g", 2, nil))
+	s, clk := gangState(map[string]int32{"g": 2})
 	g0 := member("g", 0)
 	s.OnPod(g0)
 	s.OnPod(member("g", 1))

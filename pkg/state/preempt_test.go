@@ -599,10 +599,7 @@ func TestNewPodGroupDoesNotInheritBackoff(t *testing.T) {
 // gang counts once for it, and its pods placed again carry the count, so
 // reclaim can spare the gang it took last time (pkg/preemption).
 func TestPlacedInCountsAGangsEvictions(t *testing.T) {
-	s, _ := newTestState()
-	s.OnQueue(builder.MakeQueue("q").Card(h200, 0, 8).Obj())
-	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
-	s.OnPodGroup(podGroup("g", 2, nil))
+	s, _ := gangState(map[string]int32{"g": 2})
 	first := []*corev1.Pod{bound(member("g", 0), "n"), bound(member("g", 1), "n")}
 	for _, p := range first {
 		s.OnPod(p)

@@ -34,6 +34,18 @@ func newTestState(settings ...func(*Settings)) (*State, *testingclock.FakeClock)
 	return NewWithClock(s, clk), clk
 }
 
+// gangState is a state with queue q (NVIDIA-H200 up to 8), node n of 8
+// such cards, and a PodGroup of each min in mins, named as given.
+func gangState(mins map[string]int32) (*State, *testingclock.FakeClock) {
+	s, clk := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Card(h200, 0, 8).Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	for name, m := range mins {
+		s.OnPodGroup(podGroup(name, m, nil))
+	}
+	return s, clk
+}
+
 func podGroup(name string, minMember int32, labels map[string]string) *schedv1alpha1.PodGroup {
 	return builder.MakePodGroup("ns", name, minMember).UID("pg-" + name).Labels(labels).Created(t0).Obj()
 }
