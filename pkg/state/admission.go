@@ -178,14 +178,7 @@ func (s *State) AdmitGang(pod *corev1.Pod) *fwk.Status {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, recorded := s.ensurePodLocked(pod); recorded {
-		// Past the PreEnqueue plugins before Cardinal's: its gates are
-		// gone and its resource claims exist.
-		e.preEnqueued = true
-		if e.gated && len(pod.Spec.SchedulingGates) == 0 {
-			s.ungateLocked(e)
-		}
-	}
+	s.ensurePodLocked(pod)
 	g := s.books.gangs[k]
 	if g == nil || g.group == nil {
 		st := s.gangIncompleteLocked(g, k)

@@ -29,6 +29,9 @@ type books struct {
 	// podsByController indexes pods by their controller's UID (an owner's
 	// preemptibility label reclassifies them, owners.go).
 	podsByController index[types.UID, *podEntry]
+	// claimUsers indexes pending pods by the ResourceClaims they name, as
+	// namespace/name (resourceclaims.go).
+	claimUsers index[string, *podEntry]
 	// foreign is the gang of each pod of another scheduler that joins one.
 	foreign map[types.UID]gang.Key
 	// unverified are pods booked from their placed-as annotation before the
@@ -84,6 +87,7 @@ func newBooks() books {
 		inNamespace:      index[string, *podEntry]{},
 		podsOn:           index[string, *podEntry]{},
 		podsByController: index[types.UID, *podEntry]{},
+		claimUsers:       index[string, *podEntry]{},
 		foreign:          map[types.UID]gang.Key{},
 		unverified:       map[types.UID]*podEntry{},
 		cardResources:    map[corev1.ResourceName]bool{},
@@ -134,6 +138,7 @@ func (b *books) add(e *podEntry) {
 	b.pods[e.pod.UID] = e
 	b.inNamespace.add(e.pod.Namespace, e.pod.UID, e)
 	b.fileController(e)
+	b.fileClaims(e)
 }
 
 // setPod replaces the pod of a recorded entry by its newer copy, and files
@@ -141,6 +146,7 @@ func (b *books) add(e *podEntry) {
 func (b *books) setPod(e *podEntry, pod *corev1.Pod) {
 	e.pod = pod
 	b.fileController(e)
+	b.fileClaims(e)
 }
 
 // fileController indexes a pod under its controller as its owner
@@ -167,4 +173,5 @@ func (b *books) remove(e *podEntry) {
 	delete(b.unverified, uid)
 	b.inNamespace.remove(e.pod.Namespace, uid)
 	b.podsByController.remove(e.controller, uid)
+	b.unfileClaims(e)
 }

@@ -23,9 +23,8 @@ type gangEntry struct {
 	groupUID types.UID
 	// members are the gang's live pods of Cardinal's profile.
 	members map[types.UID]*podEntry
-	// gated counts members kube-scheduler may still hold before Cardinal's
-	// PreEnqueue (isGated): they do not count toward the gang's min
-	// (triable).
+	// gated counts members kube-scheduler holds at PreEnqueue (isGated):
+	// they do not count toward the gang's min (triable).
 	gated int
 	// foreign are live pods that join the gang but name another scheduler:
 	// pod name -> scheduler name.
@@ -94,25 +93,25 @@ func (g *gangEntry) min() int {
 
 func (g *gangEntry) needsMin() bool { return g.group != nil && len(g.placed) < g.min() }
 
-// triable counts the members kube-scheduler may try: those it may still
-// hold before Cardinal's PreEnqueue (isGated) are not. A gang is complete,
+// triable counts the members kube-scheduler may try: those it holds at
+// PreEnqueue (isGated) are not. A gang is complete,
 // admitted and waits for its min only on these, so a member held for as
 // long as its owner likes never lets its gang reserve nodes for it, hold
 // the one gang being placed, or keep other gangs' elastic pods waiting
 // (SPEC §2.3, §2.4).
 func (g *gangEntry) triable() int { return len(g.members) - g.gated }
 
-// isGated tells a pending pod that kube-scheduler may hold before
-// Cardinal's PreEnqueue sees it: one behind scheduling gates, or with
-// resource claims (DynamicResources holds it while a claim does not
-// exist). A pod with claims counts once it reaches Cardinal's PreEnqueue
-// (AdmitGang), so past DynamicResources's. A tool's read-only copy of the
-// state (kubectl cardinal) sees no PreEnqueue: there only gates count.
+// isGated tells a pending pod that kube-scheduler holds at PreEnqueue,
+// never trying it, whatever Cardinal's PreEnqueue says (kube-scheduler runs
+// PreEnqueue plugins in no fixed order): one behind scheduling gates, or
+// with a resource claim that DynamicResources finds missing
+// (resourceclaims.go). A tool's read-only copy of the state reads no
+// claims: there only gates count.
 func (s *State) isGated(pod *corev1.Pod) bool {
 	if pod.Spec.NodeName != "" {
 		return false
 	}
-	return len(pod.Spec.SchedulingGates) > 0 || len(pod.Spec.ResourceClaims) > 0 && !s.settings.ReadOnly
+	return len(pod.Spec.SchedulingGates) > 0 || s.claimsMissing(pod)
 }
 
 func (g *gangEntry) countQueue(q string, n int) {
@@ -143,7 +142,7 @@ func (s *State) joinGangLocked(e *podEntry) {
 	g := s.gangLocked(e.Gang)
 	g.members[e.pod.UID] = e
 	g.countQueue(e.Queue, 1)
-	if e.gated = !e.preEnqueued && s.isGated(e.pod); e.gated {
+	if e.gated = s.isGated(e.pod); e.gated {
 		g.gated++
 	}
 	if e.placed() {
@@ -179,11 +178,11 @@ func (g *gangEntry) dropMember(e *podEntry) {
 	}
 }
 
-// ungateLocked counts a member kube-scheduler no longer holds (its gates
-// removed, or seen at Cardinal's PreEnqueue) toward its gang's min: the
-// gang may be complete now, and its pods are woken.
-func (s *State) ungateLocked(e *podEntry) {
-	e.gated = false
+// regateLocked counts a member toward its gang's min, or no longer, as
+// kube-scheduler holds it now (its gates lifted, a claim it names made or
+// deleted): the gang may be complete now, or no longer, and its PodGroup's
+// waiting reason says so. O(1) when nothing changed.
+func (s *State) regateLocked(e *podEntry) {
 	g := s.books.gangs[e.Gang]
 	if g == nil {
 		return
@@ -191,10 +190,19 @@ func (s *State) ungateLocked(e *podEntry) {
 	if _, ok := g.members[e.pod.UID]; !ok {
 		return
 	}
-	g.gated--
+	gated := s.isGated(e.pod)
+	if gated == e.gated {
+		return
+	}
+	e.gated = gated
+	if gated {
+		g.gated++
+	} else {
+		g.gated--
+	}
 	s.refreshGangLocked(g)
-	// Its PodGroup's waiting reason counted the gate (a pod the grouper
-	// grouped has no label, and no event of its own reaches the writer).
+	// A pod the grouper grouped has no label, and no event of its own
+	// reaches the status writer.
 	s.noteGangLocked(g.key)
 }
 

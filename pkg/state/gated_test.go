@@ -6,6 +6,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/refusal"
@@ -33,7 +37,9 @@ func TestGatedMembersDoNotCount(t *testing.T) {
 	s.Flush(&fake.Framework{})
 
 	want := refusal.GangIncomplete{Gang: "ns/a", Have: 2, Gated: 1, Min: 3}
-	for _, p := range a[:2] {
+	// a-2 through Cardinal's PreEnqueue first: kube-scheduler runs
+	// PreEnqueue plugins in no fixed order, so that does not ungate it.
+	for _, p := range []*corev1.Pod{gated, a[0], a[1]} {
 		if r, _ := refusal.As(s.AdmitGang(p)); !cmp.Equal(r, refusal.Refusal(want)) {
 			t.Errorf("admitting %s with a-2 gated: %v, want %v", p.Name, r, want)
 		}
@@ -75,37 +81,112 @@ func TestGatedMembersDoNotCount(t *testing.T) {
 	}
 }
 
-// TestMemberWithClaimsCountsOncePastDynamicResources: a member with
-// resource claims counts toward its gang's min once it reaches Cardinal's
-// PreEnqueue, past DynamicResources's, which holds it while a claim does
-// not exist; its gang is then complete and its other pods are woken. A
-// bound pod with claims counts at once (after a restart).
-func TestMemberWithClaimsCountsOncePastDynamicResources(t *testing.T) {
+// TestMemberWithMissingClaimDoesNotCount: a member naming a ResourceClaim
+// that does not exist, is being deleted, or was made for another pod is
+// held by DynamicResources at PreEnqueue, and kube-scheduler runs
+// PreEnqueue plugins in no fixed order: reaching Cardinal's does not make
+// it count. It counts once the claim is there, which wakes its gang; a
+// claim deleted after makes the gang incomplete again. A pod whose
+// template claim is not yet made waits too; a bound pod counts at once
+// (after a restart).
+func TestMemberWithMissingClaimDoesNotCount(t *testing.T) {
 	s, _ := gangState(map[string]int32{"a": 2, "r": 1})
-	claims := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptrTo("a-claim")}}
+	claims := withClaims(s)
 	a0, a1 := member("a", 0), member("a", 1)
-	a1.Spec.ResourceClaims = claims
+	a1.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptrTo("a-claim")}}
 	s.OnPod(a0)
 	s.OnPod(a1)
 	s.Flush(&fake.Framework{})
-	want := refusal.GangIncomplete{Gang: "ns/a", Have: 1, Gated: 1, Min: 2}
-	if r, _ := refusal.As(s.AdmitGang(a0)); !cmp.Equal(r, refusal.Refusal(want)) {
-		t.Errorf("a-0 while a-1 has not reached Cardinal's PreEnqueue: %v, want %v", r, want)
+	incomplete := refusal.Refusal(refusal.GangIncomplete{Gang: "ns/a", Have: 1, Gated: 1, Min: 2})
+	for _, p := range []*corev1.Pod{a1, a0} { // a-1 through Cardinal's PreEnqueue first
+		if r, _ := refusal.As(s.AdmitGang(p)); !cmp.Equal(r, incomplete) {
+			t.Errorf("%s with a-1's claim missing: %v, want %v", p.Name, r, incomplete)
+		}
 	}
-	if st := s.AdmitGang(a1); !st.IsSuccess() {
-		t.Errorf("a-1 reaching Cardinal's PreEnqueue: %v", st)
-	}
+
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-claim", UID: "claim-uid"}}
+	claims.set(claim)
 	fw := &fake.Framework{}
 	s.Flush(fw)
 	if got := fw.Activated(); !cmp.Equal(got, []string{"ns/a-0", "ns/a-1"}) {
-		t.Errorf("a complete woke %v, want its pods", got)
+		t.Errorf("a-1's claim made woke %v, want a's pods", got)
 	}
+	if st := s.AdmitGang(a0); !st.IsSuccess() {
+		t.Errorf("a-0 with a-1's claim made: %v", st)
+	}
+
+	deleting := claim.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
+	claims.set(deleting)
+	if r, _ := refusal.As(s.AdmitGang(a0)); !cmp.Equal(r, incomplete) {
+		t.Errorf("a-0 with a-1's claim being deleted: %v, want %v", r, incomplete)
+	}
+	claims.set(claim)
+	claims.remove(claim)
+	if r, _ := refusal.As(s.AdmitGang(a0)); !cmp.Equal(r, incomplete) {
+		t.Errorf("a-0 with a-1's claim deleted: %v, want %v", r, incomplete)
+	}
+
+	// Made from a template: missing until the pod's status names a claim
+	// made for it.
+	a1t := a1.DeepCopy()
+	a1t.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptrTo("gpu-template")}}
+	s.OnPod(a1t)
+	if g := s.books.gangs["ns/a"]; g.gated != 1 {
+		t.Errorf("a-1 with its template claim not made: gated %d, want 1", g.gated)
+	}
+	forOther := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-1-gpu", UID: "made-uid",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "other", UID: "other-uid", Controller: ptrTo(true)}}}}
+	claims.set(forOther)
+	a1t.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptrTo("a-1-gpu")}}
+	s.OnPod(a1t)
+	if g := s.books.gangs["ns/a"]; g.gated != 1 {
+		t.Errorf("a-1 whose claim was made for another pod: gated %d, want 1", g.gated)
+	}
+	forA1 := forOther.DeepCopy()
+	forA1.OwnerReferences[0].Name, forA1.OwnerReferences[0].UID = a1.Name, a1.UID
+	claims.set(forA1)
+	if st := s.AdmitGang(a0); !st.IsSuccess() {
+		t.Errorf("a-0 with a-1's template claim made for it: %v", st)
+	}
+
 	restarted := bound(member("r", 0), "n")
-	restarted.Spec.ResourceClaims = claims
+	restarted.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptrTo("gone")}}
 	s.OnPod(restarted)
 	if g := s.books.gangs["ns/r"]; g.gated != 0 {
 		t.Errorf("a bound member with claims counts as gated")
 	}
+	s.OnPodDeleted(a1t)
+	if n := len(s.books.claimUsers); n != 0 {
+		t.Errorf("pods gone, %d claims still indexed", n)
+	}
+}
+
+// claimStore stands for the scheduler's ResourceClaim informer.
+type claimStore struct {
+	s       *State
+	indexer cache.Indexer
+}
+
+// withClaims makes s read ResourceClaims from a store the test fills.
+func withClaims(s *State) *claimStore {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	s.wiring.kube.claims = resourcelisters.NewResourceClaimLister(indexer)
+	return &claimStore{s: s, indexer: indexer}
+}
+
+func (c *claimStore) set(claim *resourceapi.ResourceClaim) {
+	if err := c.indexer.Update(claim); err != nil {
+		panic(err)
+	}
+	c.s.OnResourceClaim(claim)
+}
+
+func (c *claimStore) remove(claim *resourceapi.ResourceClaim) {
+	if err := c.indexer.Delete(claim); err != nil {
+		panic(err)
+	}
+	c.s.OnResourceClaimGone(claim)
 }
 
 // TestGivingUpBacksOffLonger: a gang whose placed members give up their

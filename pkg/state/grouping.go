@@ -58,9 +58,6 @@ func (s *State) awaitGroupingLocked(pod *corev1.Pod) *fwk.Status {
 	if !recorded {
 		return nil
 	}
-	// Cardinal's PreEnqueue sees it: it is past the plugins before it
-	// (gangs.go, isGated), for the gang it may be put in.
-	e.preEnqueued = true
 	if e.ruling != unruled {
 		return nil
 	}

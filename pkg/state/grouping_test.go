@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -173,8 +174,7 @@ func TestNativePodGroupIsAGang(t *testing.T) {
 // when the gang's last member joins, its waiting members are woken; the
 // Binding is told which PodGroup to write; a pod gone leaves nothing.
 func TestGroupedJoinsItsGang(t *testing.T) {
-	// Pods with resource claims too: held for the grouper at Cardinal's
-	// PreEnqueue, they are past DynamicResources and count at once.
+	// Pods with resource claims too, once their claims exist.
 	for _, claims := range []bool{false, true} {
 		t.Run(fmt.Sprintf("claims=%v", claims), func(t *testing.T) { testGroupedJoinsItsGang(t, claims) })
 	}
@@ -183,12 +183,14 @@ func TestGroupedJoinsItsGang(t *testing.T) {
 func testGroupedJoinsItsGang(t *testing.T, claims bool) {
 	s, _ := newTestState(func(st *Settings) { st.GroupedKinds = workload.NewKinds(workload.Job) })
 	s.OnPodGroup(podGroup("train", 2, nil))
+	store := withClaims(s)
 	pods := make([]*corev1.Pod, 2)
 	for i := range pods {
 		pods[i] = builder.MakePod("ns", fmt.Sprintf("train-%d", i)).ControlledBy("batch/v1", "Job", "train", "job-uid").GPU(1).Obj()
 		pods[i].UID = types.UID(pods[i].Name)
 		if claims {
 			pods[i].Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptrTo(pods[i].Name)}}
+			store.set(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pods[i].Name}})
 		}
 		s.OnPod(pods[i])
 		if _, ok := refusal.As(s.AdmitGang(pods[i])); !ok {

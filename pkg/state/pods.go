@@ -81,14 +81,12 @@ type podEntry struct {
 	terminating bool
 	// ruling is what the grouper ruled of a pod it may group (grouping.go).
 	ruling ruling
-	// gated: the pod, a member of its gang, may be held by kube-scheduler
-	// before Cardinal's PreEnqueue (scheduling gates; resource claims that
-	// may not exist yet), so it does not count toward its gang's min
-	// (gangs.go) until it is seen there or its gates are gone.
+	// gated: the pod, a member of its gang, is held by kube-scheduler's
+	// PreEnqueue (scheduling gates; a resource claim missing), so it does
+	// not count toward its gang's min (gangs.go, isGated).
 	gated bool
-	// preEnqueued: the pod reached Cardinal's PreEnqueue, past the
-	// PreEnqueue plugins that run before it.
-	preEnqueued bool
+	// claimKeys are the ResourceClaims it is filed under (resourceclaims.go).
+	claimKeys []string
 	// queuedAlone: the pod passed PreEnqueue as a pod of its own, unruled
 	// (of a kind not grouped then): it is never moved into a gang while it
 	// may be in the scheduling queue (grouping.go). Set under the read lock.
@@ -169,9 +167,7 @@ func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string)
 			e.owner = owner()
 			s.setFactsLocked(e, s.factsLocked(pod, e.owner))
 		}
-		if e.gated && !s.isGated(pod) {
-			s.ungateLocked(e)
-		}
+		s.regateLocked(e)
 	}
 	if pod.Spec.NodeName != "" && !e.bound {
 		if e.placed() && e.node != pod.Spec.NodeName {

@@ -10,12 +10,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 
@@ -61,6 +64,9 @@ type kubeAccess struct {
 	informers informers.SharedInformerFactory
 	owners    workload.Owners
 	pods      corelisters.PodLister
+	// claims are the ResourceClaims DynamicResources reads too, nil when
+	// it reads none (resourceclaims.go).
+	claims resourcelisters.ResourceClaimLister
 	// ensureDefaultQueue creates the default queue if it is missing.
 	ensureDefaultQueue func()
 }
@@ -134,6 +140,9 @@ func (s *State) connect(h fwk.Handle) (*cardinalclient.Clientset, *pgclient.Clie
 			CronJobs:     kube.Batch().V1().CronJobs().Lister(),
 		},
 	}
+	if s.readsClaims() {
+		s.wiring.kube.claims = kube.Resource().V1().ResourceClaims().Lister()
+	}
 	cc, err := cardinalclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -143,6 +152,13 @@ func (s *State) connect(h fwk.Handle) (*cardinalclient.Clientset, *pgclient.Clie
 		return nil, nil, err
 	}
 	return cc, pgc, nil
+}
+
+// readsClaims tells whether the state reads ResourceClaims: when
+// kube-scheduler's DynamicResources does (its feature gate on), and not in
+// a tool's read-only copy, where only scheduling gates hold a member.
+func (s *State) readsClaims() bool {
+	return !s.settings.ReadOnly && utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation)
 }
 
 // startDefaultQueue creates the default queue if it does not exist.
@@ -176,6 +192,9 @@ func (s *State) register(ctx context.Context, kube informers.SharedInformerFacto
 		{kube.Apps().V1().DaemonSets().Informer(), s.ownerHandler(), ""},
 		{kube.Batch().V1().Jobs().Informer(), s.ownerHandler(), ""},
 		{kube.Batch().V1().CronJobs().Informer(), s.ownerHandler(), ""},
+	}
+	if s.readsClaims() {
+		handlers = append(handlers, handlerOf{kube.Resource().V1().ResourceClaims().Informer(), eventhandler.For(nil, s.OnResourceClaim, s.OnResourceClaimGone), ""})
 	}
 	handlers = append(handlers, s.nativeHandler(ctx, kube, discovery)...)
 	sources := make([]source, 0, len(handlers))

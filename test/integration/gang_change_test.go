@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -196,6 +197,17 @@ func TestGatedMemberHoldsNobody(t *testing.T) {
 			func(t *testing.T, ns string) {
 				deletePod(t, ns, "a-2")
 				createPods(t, gangPod(ns, "a", 2, 1))
+			}},
+		{"ResourceClaim made later",
+			func(p *corev1.Pod) {
+				p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("made-later")}}
+			},
+			"",
+			func(t *testing.T, ns string) {
+				claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "made-later"}}
+				if _, err := env.kube.ResourceV1().ResourceClaims(ns).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
 			}},
 	}
 	for i, tc := range tests {
