@@ -63,9 +63,9 @@ func Start(ctx context.Context, st *state.State, le componentbaseconfig.LeaderEl
 		// klog's global logger without a lock, and a read of it meanwhile
 		// crashed the process (a nil logger, exit status 2). A plugin
 		// attaches the state only once kube-scheduler has set logging up.
-		if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-			return st.Attached(), nil
-		}); err != nil {
+		select {
+		case <-st.AttachedC():
+		case <-ctx.Done():
 			return
 		}
 		logger := klog.FromContext(ctx).WithName("cardinal-controllers")

@@ -19,14 +19,13 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -62,12 +61,15 @@ type Grouper struct {
 	Kinds         workload.Kinds
 	SchedulerName string
 
-	client   client.Client
-	live     client.Reader
-	unseen   retries
-	recorder events.EventRecorder
-	reader   *reader
-	pods     corelisters.PodLister
+	client client.Client
+	live   client.Reader
+	// podGroups are the state's PodGroup informer's (state.PodGroupInformer),
+	// indexed by ownerIndex too.
+	podGroups cache.Indexer
+	unseen    retries
+	recorder  events.EventRecorder
+	reader    *reader
+	pods      corelisters.PodLister
 	// mends are the pods whose reconcile was asked to mend their PodGroup
 	// (askToMend): types.NamespacedName -> gang.Key.
 	mends sync.Map
@@ -100,18 +102,13 @@ func (g *Grouper) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 	g.recorder = mgr.GetEventRecorder("cardinal-scheduler")
 	g.reader = newReader(f, kube, dyn, d, g.Kinds)
 	g.pods = f.Core().V1().Pods().Lister()
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &schedv1alpha1.PodGroup{}, ownerIndex, func(o client.Object) []string {
-		if o.GetAnnotations()[v1alpha1.GroupedByAnnotation] == "" {
-			return nil
+	pgInformer := g.State.PodGroupInformer()
+	if _, ok := pgInformer.GetIndexer().GetIndexers()[ownerIndex]; !ok {
+		if err := pgInformer.AddIndexers(cache.Indexers{ownerIndex: madeFor}); err != nil {
+			return err
 		}
-		var uids []string
-		for _, ref := range o.GetOwnerReferences() {
-			uids = append(uids, string(ref.UID))
-		}
-		return uids
-	}); err != nil {
-		return err
 	}
+	g.podGroups = pgInformer.GetIndexer()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("grouper").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
@@ -119,30 +116,50 @@ func (g *Grouper) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 			g.mu.Lock()
 			g.queue = q
 			g.mu.Unlock()
-			return g.watch(ctx, f.Core().V1().Pods().Informer(), []cacheInformer{
+			return g.watch(ctx, f.Core().V1().Pods().Informer(), pgInformer, []cacheInformer{
 				f.Batch().V1().Jobs().Informer(), f.Apps().V1().ReplicaSets().Informer(),
 				f.Apps().V1().StatefulSets().Informer(), f.Apps().V1().Deployments().Informer(),
 			}, q)
 		})).
-		// A PodGroup the grouper made, deleted while its pods wait, is
-		// made again (mend), or its pods ruled on anew if their workload
-		// no longer asks for it; one made is checked against its
-		// workload as it is now (a reconcile that read it before a
-		// change may have made it): one of its pods is asked for.
-		Watches(&schedv1alpha1.PodGroup{}, handler.Funcs{
-			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				g.askForMember(e.Object, q)
-			},
-			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				g.askForMember(e.Object, q)
-			},
-		}).
 		Complete(g)
+}
+
+// madeFor indexes a PodGroup the grouper made by the UIDs of its owners.
+func madeFor(obj any) ([]string, error) {
+	pg, ok := obj.(*schedv1alpha1.PodGroup)
+	if !ok || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
+		return nil, nil
+	}
+	uids := make([]string, 0, len(pg.OwnerReferences))
+	for _, ref := range pg.OwnerReferences {
+		uids = append(uids, string(ref.UID))
+	}
+	return uids, nil
+}
+
+// podGroup reads a PodGroup from the state's informer: the informer's own
+// copy, not to be changed.
+func (g *Grouper) podGroup(namespace, name string) (*schedv1alpha1.PodGroup, error) {
+	obj, ok, err := g.podGroups.GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apierrors.NewNotFound(schedv1alpha1.Resource("podgroups"), name)
+	}
+	pg, ok := obj.(*schedv1alpha1.PodGroup)
+	if !ok {
+		return nil, fmt.Errorf("PodGroup %s/%s: want *v1alpha1.PodGroup, got %T", namespace, name, obj)
+	}
+	return pg, nil
 }
 
 // askForMember asks for a pod of the gang of obj, a PodGroup the grouper
 // made, one waiting if it has one.
-func (g *Grouper) askForMember(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (g *Grouper) askForMember(obj any, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
 	pg, ok := obj.(*schedv1alpha1.PodGroup)
 	if !ok || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
 		return
@@ -335,8 +352,7 @@ func (g *Grouper) labelBound(ctx context.Context, pod *corev1.Pod) error {
 	if len(validation.IsValidLabelValue(name)) > 0 {
 		return nil
 	}
-	pg := &schedv1alpha1.PodGroup{}
-	if err := g.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, pg); err != nil || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
+	if pg, err := g.podGroup(pod.Namespace, name); err != nil || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
 		return client.IgnoreNotFound(err)
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{schedv1alpha1.PodGroupLabel: name}}})
@@ -355,10 +371,13 @@ func (g *Grouper) labelBound(ctx context.Context, pod *corev1.Pod) error {
 func (g *Grouper) ensure(ctx context.Context, pod *corev1.Pod, plan *Plan) (bool, error) {
 	want := PodGroupFor(plan, pod.Namespace)
 	key := client.ObjectKeyFromObject(want)
-	var reader client.Reader = g.client
+	get := func() (*schedv1alpha1.PodGroup, error) {
+		pg, err := g.podGroup(key.Namespace, key.Name)
+		return pg.DeepCopy(), err
+	}
 	for range 3 {
-		have := &schedv1alpha1.PodGroup{}
-		if err := reader.Get(ctx, key, have); apierrors.IsNotFound(err) {
+		have, err := get()
+		if apierrors.IsNotFound(err) {
 			have = nil
 		} else if err != nil {
 			return false, err
@@ -393,8 +412,11 @@ func (g *Grouper) ensure(ctx context.Context, pod *corev1.Pod, plan *Plan) (bool
 			return false, err
 		}
 		// Made or changed meanwhile (another pod of the gang, before the
-		// cache saw it): read it from the API server and decide again.
-		reader = g.live
+		// informer saw it): read it from the API server and decide again.
+		get = func() (*schedv1alpha1.PodGroup, error) {
+			pg := &schedv1alpha1.PodGroup{}
+			return pg, g.live.Get(ctx, key, pg)
+		}
 	}
 	return false, fmt.Errorf("PodGroup %s/%s kept changing while Cardinal made it", want.Namespace, want.Name)
 }

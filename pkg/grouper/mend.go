@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,8 +21,8 @@ import (
 // workload: a Job's completions left, a JobSet's Jobs, an annotation
 // changed. A PodGroup someone else made is left alone.
 func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) (reconcile.Result, error) {
-	have := &schedv1alpha1.PodGroup{}
-	if err := g.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, have); apierrors.IsNotFound(err) {
+	have, err := g.podGroup(pod.Namespace, name)
+	if apierrors.IsNotFound(err) {
 		// Deleted while pods the grouper put in its gang wait for it:
 		// made again, if its workload still asks for it.
 		if !g.State.GroupedAndWaiting(pod) {
@@ -58,7 +57,7 @@ func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) (recon
 			return reconcile.Result{}, nil
 		}
 		klog.FromContext(ctx).V(2).Info("Deleting a PodGroup its workload no longer asks for", "podGroup", klog.KObj(have))
-		if err := g.client.Delete(ctx, have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
+		if err := g.client.Delete(ctx, have.DeepCopy(), client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{RequeueAfter: retryUnseen}, nil
@@ -90,7 +89,7 @@ func (g *Grouper) mend(ctx context.Context, pod *corev1.Pod, name string) (recon
 		return reconcile.Result{}, err
 	}
 	klog.FromContext(ctx).V(2).Info("Mending a PodGroup from its workload", "podGroup", klog.KObj(have), "minMember", plan.Min, "minFrom", plan.MinFrom)
-	return reconcile.Result{}, client.IgnoreNotFound(g.client.Patch(ctx, Mended(have, want), client.MergeFrom(have)))
+	return reconcile.Result{}, client.IgnoreNotFound(g.client.Patch(ctx, Mended(have.DeepCopy(), want), client.MergeFrom(have)))
 }
 
 // madeForChain tells whether pg names one of chain's workloads as its

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -46,7 +45,7 @@ func handleUntil(ctx context.Context, inf cacheInformer, h cache.ResourceEventHa
 // watch asks for the pods the grouper may group as they come and change,
 // and, when a workload changes, for one pod of each PodGroup made for it;
 // and starts reading the custom workload kinds the cluster serves.
-func (g *Grouper) watch(ctx context.Context, pods cacheInformer, workloads []cacheInformer, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+func (g *Grouper) watch(ctx context.Context, pods, podGroups cacheInformer, workloads []cacheInformer, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	podChanged := func(obj any) {
 		if p, ok := obj.(*corev1.Pod); ok && (g.Kinds.Groupable(p, g.SchedulerName) || unlabelledBound(p)) {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
@@ -68,6 +67,17 @@ func (g *Grouper) watch(ctx context.Context, pods cacheInformer, workloads []cac
 				}
 			}
 		},
+	}); err != nil {
+		return err
+	}
+	// A PodGroup the grouper made, deleted while its pods wait, is made
+	// again (mend), or its pods ruled on anew if their workload no longer
+	// asks for it; one made is checked against its workload as it is now
+	// (a reconcile that read it before a change may have made it): one of
+	// its pods is asked for.
+	if err := handleUntil(ctx, podGroups, cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { g.askForMember(obj, q) },
+		DeleteFunc: func(obj any) { g.askForMember(obj, q) },
 	}); err != nil {
 		return err
 	}
@@ -114,13 +124,17 @@ func (g *Grouper) workloadChanged(ctx context.Context, obj metav1.Object, q work
 		uids = append(uids, g.replicaSetsOf(obj)...)
 	}
 	for _, uid := range uids {
-		var pgs schedv1alpha1.PodGroupList
-		if err := g.client.List(ctx, &pgs, client.InNamespace(ns), client.MatchingFields{ownerIndex: string(uid)}); err != nil {
+		pgs, err := g.podGroups.ByIndex(ownerIndex, string(uid))
+		if err != nil {
 			klog.FromContext(ctx).V(4).Info("Listing the PodGroups of a workload", "err", err)
 			continue
 		}
-		for i := range pgs.Items {
-			k := gang.KeyOf(&pgs.Items[i])
+		for _, obj := range pgs {
+			pg, ok := obj.(*schedv1alpha1.PodGroup)
+			if !ok || pg.Namespace != ns {
+				continue
+			}
+			k := gang.KeyOf(pg)
 			if p := g.State.GangMember(k); p != nil {
 				g.askToMend(p, k, q)
 			}

@@ -16,6 +16,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
@@ -38,8 +39,10 @@ type wiring struct {
 	attachOnce sync.Once
 	attachErr  error
 	attached   atomic.Bool
-	kube       kubeAccess
-	sources    []source
+	// attachedC is closed once the state is attached.
+	attachedC chan struct{}
+	kube      kubeAccess
+	sources   []source
 	// missing are the optional APIs the state cannot read, and why (apis.go).
 	missing map[string]string
 	// noCRD: a missing API's CRD is not installed (rather than RBAC).
@@ -54,7 +57,7 @@ type wiring struct {
 }
 
 func newWiring() wiring {
-	return wiring{missing: map[string]string{}, noCRD: map[string]bool{}}
+	return wiring{missing: map[string]string{}, noCRD: map[string]bool{}, attachedC: make(chan struct{})}
 }
 
 // kubeAccess is how the state reaches the cluster, set once by Attach.
@@ -64,6 +67,9 @@ type kubeAccess struct {
 	informers informers.SharedInformerFactory
 	owners    workload.Owners
 	pods      corelisters.PodLister
+	// podGroups is the state's informer of scheduler-plugins PodGroups,
+	// which the grouper reads too.
+	podGroups cache.SharedIndexInformer
 	// claims are the ResourceClaims DynamicResources reads too, nil when
 	// it reads none (resourceclaims.go).
 	claims resourcelisters.ResourceClaimLister
@@ -100,6 +106,7 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 	// from them. The scheduler starts its own informers (pods, nodes,
 	// namespaces) after the plugins are built; ours start here.
 	pgFactory := PodGroupInformers(pgc)
+	s.wiring.kube.podGroups = pgFactory.Scheduling().V1alpha1().PodGroups().Informer()
 	queueFactory := QueueInformers(cc)
 	var d discovery.DiscoveryInterface
 	if h.ClientSet() != nil {
@@ -111,6 +118,7 @@ func (s *State) attach(ctx context.Context, h fwk.Handle) error {
 	pgFactory.Start(ctx.Done())
 	queueFactory.Start(ctx.Done())
 	s.wiring.attached.Store(true)
+	close(s.wiring.attachedC)
 	var fw Framework = h
 	if s.settings.ReadOnly {
 		fw = discard{}
@@ -246,5 +254,18 @@ func (s *State) KubeInformers() informers.SharedInformerFactory {
 	return s.wiring.kube.informers
 }
 
+// PodGroupInformer is the state's informer of scheduler-plugins PodGroups,
+// once Attach has run: the grouper reads and watches PodGroups through it
+// rather than cache them twice, and, as it has synced with the state, can
+// start at once.
+func (s *State) PodGroupInformer() cache.SharedIndexInformer {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.wiring.kube.podGroups
+}
+
 // Attached tells whether a Cardinal plugin has attached the state.
 func (s *State) Attached() bool { return s.wiring.attached.Load() }
+
+// AttachedC is closed once a Cardinal plugin has attached the state.
+func (s *State) AttachedC() <-chan struct{} { return s.wiring.attachedC }
