@@ -116,6 +116,11 @@ func (g *Grouper) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 			g.mu.Lock()
 			g.queue = q
 			g.mu.Unlock()
+			// Ruled on once the PodGroups are read: a reconcile that
+			// read none would take a PodGroup for gone.
+			if !cache.WaitForCacheSync(ctx.Done(), pgInformer.HasSynced) {
+				return ctx.Err()
+			}
 			return g.watch(ctx, f.Core().V1().Pods().Informer(), pgInformer, []cacheInformer{
 				f.Batch().V1().Jobs().Informer(), f.Apps().V1().ReplicaSets().Informer(),
 				f.Apps().V1().StatefulSets().Informer(), f.Apps().V1().Deployments().Informer(),
@@ -124,18 +129,26 @@ func (g *Grouper) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 		Complete(g)
 }
 
-// madeFor indexes a PodGroup the grouper made by the UIDs of its owners.
+// madeFor indexes a PodGroup the grouper made by namespace and the UID of
+// its owner (ownerKey). The grouper names one owner; only the first few
+// of a PodGroup that names more are read.
 func madeFor(obj any) ([]string, error) {
 	pg, ok := obj.(*schedv1alpha1.PodGroup)
 	if !ok || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
 		return nil, nil
 	}
-	uids := make([]string, 0, len(pg.OwnerReferences))
-	for _, ref := range pg.OwnerReferences {
-		uids = append(uids, string(ref.UID))
+	refs := pg.OwnerReferences[:min(len(pg.OwnerReferences), maxIndexedOwners)]
+	keys := make([]string, 0, len(refs))
+	for _, ref := range refs {
+		keys = append(keys, ownerKey(pg.Namespace, ref.UID))
 	}
-	return uids, nil
+	return keys, nil
 }
+
+// maxIndexedOwners bounds the owners of one PodGroup indexed.
+const maxIndexedOwners = 4
+
+func ownerKey(namespace string, uid types.UID) string { return namespace + "/" + string(uid) }
 
 // podGroup reads a PodGroup from the state's informer: the informer's own
 // copy, not to be changed.

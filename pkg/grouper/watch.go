@@ -124,7 +124,7 @@ func (g *Grouper) workloadChanged(ctx context.Context, obj metav1.Object, q work
 		uids = append(uids, g.replicaSetsOf(obj)...)
 	}
 	for _, uid := range uids {
-		pgs, err := g.podGroups.ByIndex(ownerIndex, string(uid))
+		pgs, err := g.podGroups.ByIndex(ownerIndex, ownerKey(ns, uid))
 		if err != nil {
 			klog.FromContext(ctx).V(4).Info("Listing the PodGroups of a workload", "err", err)
 			continue

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -199,6 +200,15 @@ func (s *State) regateLocked(e *podEntry) {
 		g.gated++
 	} else {
 		g.gated--
+	}
+	if gated && g.needsMin() && g.reserved > 0 && g.triable() < g.min() {
+		// Held back by its owner (a gate added, a claim deleted) while its
+		// gang's placed pods wait at Permit for it: they give back their
+		// nodes now, not at the end of the Permit wait, and the gang backs
+		// off as one whose member never came.
+		g.gaveUp++
+		s.failLocked(g, fmt.Sprintf("pod %s is held before scheduling (scheduling gates, or a resource claim missing): %d of its minMember %d pods can be scheduled",
+			e.pod.Name, g.triable(), g.min()), true)
 	}
 	s.refreshGangLocked(g)
 	// A pod the grouper grouped has no label, and no event of its own

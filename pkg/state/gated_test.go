@@ -162,6 +162,61 @@ func TestMemberWithMissingClaimDoesNotCount(t *testing.T) {
 	}
 }
 
+// TestMemberHeldWhileOthersWaitAtPermit: a member whose claim is deleted
+// while its gang's placed pods wait at Permit for it ends the attempt at
+// once: they give back their nodes (rejected) and the gang backs off as
+// one whose member never came, rather than hold the one gang being placed
+// for the whole Permit wait. Claim changes that do not decide whether
+// DynamicResources holds the pod (allocation, reservedFor) change nothing.
+func TestMemberHeldWhileOthersWaitAtPermit(t *testing.T) {
+	s, clk := gangState(map[string]int32{"a": 2})
+	claims := withClaims(s)
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-claim", UID: "claim-uid"}}
+	claims.set(claim)
+	a0, a1 := member("a", 0), member("a", 1)
+	a1.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptrTo("a-claim")}, {Name: "again", ResourceClaimName: ptrTo("a-claim")}}
+	s.OnPod(a0)
+	s.OnPod(a1)
+	if got := s.books.claimUsers["ns/a-claim"]; len(got) != 1 || len(s.books.pods["a-1"].claimKeys) != 1 {
+		t.Errorf("a claim named twice by a-1: filed %d times", len(s.books.pods["a-1"].claimKeys))
+	}
+	if _, st := s.TryStart(a0); !st.IsSuccess() {
+		t.Fatalf("a-0 not let through: %v", st)
+	}
+	if st := s.Reserve(a0, "n"); !st.IsSuccess() {
+		t.Fatalf("a-0 not reserved: %v", st)
+	}
+	fw := &fake.Framework{}
+	fw.Wait(a0)
+	s.Flush(fw)
+
+	allocated := claim.DeepCopy()
+	allocated.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "a-0", UID: "a-0"}}
+	s.OnResourceClaimChanged(claim, allocated)
+	s.Flush(fw)
+	if r := fw.WaitingPod(a0).Rejected(); r != "" {
+		t.Fatalf("a claim's status written: a-0 rejected (%s)", r)
+	}
+
+	deleting := allocated.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
+	if err := claims.indexer.Update(deleting); err != nil {
+		t.Fatal(err)
+	}
+	s.OnResourceClaimChanged(allocated, deleting)
+	s.Flush(fw)
+	if r := fw.WaitingPod(a0).Rejected(); r == "" {
+		t.Errorf("a-1's claim being deleted while a-0 waits at Permit: a-0 not rejected")
+	}
+	if v, _ := s.GangStatus("ns/a"); !v.BackoffUntil.After(clk.Now()) {
+		t.Errorf("a does not back off: %+v", v)
+	}
+	s.Unreserve(a0) // as kube-scheduler does for a rejected pod
+	if s.assembly.assembling.Has("ns/a") {
+		t.Errorf("a is still the gang being placed")
+	}
+}
+
 // claimStore stands for the scheduler's ResourceClaim informer.
 type claimStore struct {
 	s       *State

@@ -167,7 +167,9 @@ func (s *State) upsertPodLocked(pod *corev1.Pod, owner func() map[string]string)
 			e.owner = owner()
 			s.setFactsLocked(e, s.factsLocked(pod, e.owner))
 		}
-		s.regateLocked(e)
+		if claimsChanged(old, pod) {
+			s.regateLocked(e)
+		}
 	}
 	if pod.Spec.NodeName != "" && !e.bound {
 		if e.placed() && e.node != pod.Spec.NodeName {

@@ -5,7 +5,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/kubernetes/pkg/features"
 )
@@ -48,7 +50,8 @@ func (s *State) claimsMissing(pod *corev1.Pod) bool {
 	return false
 }
 
-// claimKeys are the claims, as namespace/name, a pending pod waits for.
+// claimKeys are the claims, as namespace/name, a pending pod waits for,
+// each once.
 func claimKeys(pod *corev1.Pod) []string {
 	if pod.Spec.NodeName != "" || len(pod.Spec.ResourceClaims) == 0 {
 		return nil
@@ -56,11 +59,33 @@ func claimKeys(pod *corev1.Pod) []string {
 	var keys []string
 	for i := range pod.Spec.ResourceClaims {
 		if name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i]); err == nil && name != nil {
-			keys = append(keys, pod.Namespace+"/"+*name)
+			if k := pod.Namespace + "/" + *name; !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
 		}
 	}
 	return keys
 }
+
+// claimsChanged tells whether a pod update may change whether
+// kube-scheduler holds it at PreEnqueue: its gates, its claims, the claims
+// made for it, or its node.
+func claimsChanged(old, pod *corev1.Pod) bool {
+	return old.Spec.NodeName != pod.Spec.NodeName ||
+		!slices.EqualFunc(old.Spec.SchedulingGates, pod.Spec.SchedulingGates, func(a, b corev1.PodSchedulingGate) bool { return a == b }) ||
+		len(pod.Spec.ResourceClaims) > 0 && (!slices.EqualFunc(old.Spec.ResourceClaims, pod.Spec.ResourceClaims, samePodClaim) ||
+			!slices.EqualFunc(old.Status.ResourceClaimStatuses, pod.Status.ResourceClaimStatuses, sameClaimStatus))
+}
+
+func samePodClaim(a, b corev1.PodResourceClaim) bool {
+	return a.Name == b.Name && ptrEq(a.ResourceClaimName, b.ResourceClaimName) && ptrEq(a.ResourceClaimTemplateName, b.ResourceClaimTemplateName)
+}
+
+func sameClaimStatus(a, b corev1.PodResourceClaimStatus) bool {
+	return a.Name == b.Name && ptrEq(a.ResourceClaimName, b.ResourceClaimName)
+}
+
+func ptrEq(a, b *string) bool { return a == b || a != nil && b != nil && *a == *b }
 
 // fileClaims indexes a pod under the claims it waits for now.
 func (b *books) fileClaims(e *podEntry) {
@@ -82,15 +107,68 @@ func (b *books) unfileClaims(e *podEntry) {
 	e.claimKeys = nil
 }
 
-// OnResourceClaim regates the pods that name a claim made, changed or
-// deleted: a gang may be complete now, or no longer.
+// OnResourceClaim regates the pods that name a claim made or deleted: a
+// gang may be complete now, or no longer. The write lock is taken only
+// when a pod Cardinal holds names it.
 func (s *State) OnResourceClaim(claim *resourceapi.ResourceClaim) {
+	key := claim.Namespace + "/" + claim.Name
+	s.mu.RLock()
+	named := len(s.books.claimUsers[key]) > 0
+	s.mu.RUnlock()
+	if !named {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range s.books.claimUsers[claim.Namespace+"/"+claim.Name] {
+	for _, e := range s.books.claimUsers[key] {
 		s.regateLocked(e)
 	}
 }
 
 // OnResourceClaimGone is OnResourceClaim for a deleted claim.
 func (s *State) OnResourceClaimGone(claim *resourceapi.ResourceClaim) { s.OnResourceClaim(claim) }
+
+// OnResourceClaimChanged is OnResourceClaim for a change that may decide
+// whether DynamicResources holds its pods: its deletion begun, or its
+// owners (whom a claim made from a template is for). Its allocation and
+// the pods it is reserved for, written as pods bind, are not.
+func (s *State) OnResourceClaimChanged(old, claim *resourceapi.ResourceClaim) {
+	if (old.DeletionTimestamp == nil) != (claim.DeletionTimestamp == nil) ||
+		!slices.EqualFunc(old.OwnerReferences, claim.OwnerReferences, func(a, b metav1.OwnerReference) bool {
+			return a.UID == b.UID && ptrBool(a.Controller) == ptrBool(b.Controller)
+		}) {
+		s.OnResourceClaim(claim)
+	}
+}
+
+func ptrBool(b *bool) bool { return b != nil && *b }
+
+// claimHandler feeds the state from the ResourceClaim informer.
+func (s *State) claimHandler() cache.ResourceEventHandler {
+	typed := func(obj any) (*resourceapi.ResourceClaim, bool) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		c, ok := obj.(*resourceapi.ResourceClaim)
+		return c, ok
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if c, ok := typed(obj); ok {
+				s.OnResourceClaim(c)
+			}
+		},
+		UpdateFunc: func(oldObj, obj any) {
+			old, ok1 := typed(oldObj)
+			c, ok2 := typed(obj)
+			if ok1 && ok2 {
+				s.OnResourceClaimChanged(old, c)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if c, ok := typed(obj); ok {
+				s.OnResourceClaimGone(c)
+			}
+		},
+	}
+}

@@ -202,7 +202,7 @@ func (s *State) register(ctx context.Context, kube informers.SharedInformerFacto
 		{kube.Batch().V1().CronJobs().Informer(), s.ownerHandler(), ""},
 	}
 	if s.readsClaims() {
-		handlers = append(handlers, handlerOf{kube.Resource().V1().ResourceClaims().Informer(), eventhandler.For(nil, s.OnResourceClaim, s.OnResourceClaimGone), ""})
+		handlers = append(handlers, handlerOf{kube.Resource().V1().ResourceClaims().Informer(), s.claimHandler(), ""})
 	}
 	handlers = append(handlers, s.nativeHandler(ctx, kube, discovery)...)
 	sources := make([]source, 0, len(handlers))
@@ -255,9 +255,8 @@ func (s *State) KubeInformers() informers.SharedInformerFactory {
 }
 
 // PodGroupInformer is the state's informer of scheduler-plugins PodGroups,
-// once Attach has run: the grouper reads and watches PodGroups through it
-// rather than cache them twice, and, as it has synced with the state, can
-// start at once.
+// once Attach has run: the grouper reads and watches PodGroups through it,
+// so it waits for no cache of its own to sync before ruling on pods.
 func (s *State) PodGroupInformer() cache.SharedIndexInformer {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
