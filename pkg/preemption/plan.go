@@ -232,10 +232,113 @@ func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit)
 
 // planAmong finds room for pre's missing min with every unit gone, then
 // gives units back while the room stays.
+//
+// The members are placed first-fit, so with every unit gone they may fill
+// a node that pods of many gangs share, and every one of those gangs must
+// then go, where one gang spread over several nodes would have made room
+// (a reclaim that takes all of a queue's cards for one gang's worth is
+// then refused by the guard, and the queue that needs them waits). So when
+// that evicts two gangs or more, the members are placed again with only
+// the fewest least important units gone that leave room (found by
+// halving: more gone never leaves less room), and that plan is kept if it
+// evicts less.
 func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit) (*result, string, error) {
-	s, err := newSim(ctx, h)
+	s, placed, held, why, err := placeWithout(ctx, h, pre, units)
+	if err != nil || why != "" {
+		return nil, why, err
+	}
+	evicted, err := spare(s, placed, held)
 	if err != nil {
 		return nil, "", err
+	}
+	res := &result{members: placed, evicted: evicted}
+	if gangsIn(evicted) < 2 {
+		return res, "", nil
+	}
+	// Least important first: elastic pods before single pods before whole
+	// gangs, so a gang in a prefix always has its elastic pods with it.
+	least := append([]*unit(nil), held...)
+	sort.SliceStable(least, func(i, j int) bool { return moreImportant(least[j], least[i]) })
+	var fewer *result
+	var fewerSim *sim
+	var fewerHeld []*unit
+	for lo, hi := 1, len(least); lo < hi; {
+		mid := (lo + hi) / 2
+		ms, mplaced, mheld, mwhy, err := placeWithout(ctx, h, pre, least[:mid])
+		if err != nil {
+			return nil, "", err
+		}
+		if mwhy != "" {
+			lo = mid + 1
+			continue
+		}
+		hi = mid
+		fewer, fewerSim, fewerHeld = &result{members: mplaced}, ms, mheld
+	}
+	if fewer == nil {
+		return res, "", nil
+	}
+	for _, u := range held {
+		u.evicted = false
+	}
+	if fewer.evicted, err = spare(fewerSim, fewer.members, fewerHeld); err != nil {
+		return nil, "", err
+	}
+	if !costlier(res.evicted, fewer.evicted) {
+		// No better: the first plan spares the more important.
+		for _, u := range held {
+			u.evicted = false
+		}
+		for _, u := range res.evicted {
+			u.evicted = true
+		}
+		return res, "", nil
+	}
+	return fewer, "", nil
+}
+
+// gangsIn counts the whole gangs among units.
+func gangsIn(units []*unit) int {
+	n := 0
+	for _, u := range units {
+		if u.kind == wholeGang {
+			n++
+		}
+	}
+	return n
+}
+
+// costlier tells whether evicting a takes more than evicting b: more
+// whole gangs, then more cards, then more pods.
+func costlier(a, b []*unit) bool {
+	count := func(us []*unit) (gangs int, cards int64, pods int) {
+		for _, u := range us {
+			if u.kind == wholeGang {
+				gangs++
+			}
+			cards += u.cards
+			pods += len(u.pods)
+		}
+		return
+	}
+	ag, ac, ap := count(a)
+	bg, bc, bp := count(b)
+	if ag != bg {
+		return ag > bg
+	}
+	if ac != bc {
+		return ac > bc
+	}
+	return ap > bp
+}
+
+// placeWithout places pre's missing min on a copy of the cluster with
+// every unit gone (those the snapshot holds where the state says: held),
+// or says why it does not fit.
+func placeWithout(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit) (*sim, []*member, []*unit, string, error) {
+	s, err := newSim(ctx, h)
+	if err != nil {
+		return nil, nil, nil, "", err
 	}
 	byKey := map[string]*shape{}
 	members := make([]*member, 0, len(pre.Pods))
@@ -243,13 +346,13 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 		sh, err := s.shapeOf(pod, byKey)
 		if err != nil {
 			if len(members) == 0 {
-				return nil, err.Error(), nil
+				return nil, nil, nil, err.Error(), nil
 			}
 			continue
 		}
 		info, err := framework.NewPodInfo(pod)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, nil, "", err
 		}
 		members = append(members, &member{pod: pod, info: info, st: sh})
 	}
@@ -258,7 +361,7 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 	for _, u := range units {
 		for _, p := range u.pods {
 			if err := s.remove(s.victim(p.Pod, p.Node), p.Node); err != nil {
-				return nil, "", err
+				return nil, nil, nil, "", err
 			}
 			cost[p.Node] += 1 + 1000*int(u.kind)
 		}
@@ -280,11 +383,12 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 		if len(placed) == pre.Missing {
 			break
 		}
+		m.node = ""
 		for _, node := range order {
 			if s.fits(m, node) {
 				m.node = node
 				if err := s.add(m.info, node); err != nil {
-					return nil, "", err
+					return nil, nil, nil, "", err
 				}
 				placed = append(placed, m)
 				break
@@ -292,13 +396,9 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 		}
 	}
 	if len(placed) < pre.Missing {
-		return nil, fmt.Sprintf("its min needs %d more pods placed and, with every pod it may evict gone, only %d fit", pre.Missing, len(placed)), nil
+		return nil, nil, nil, fmt.Sprintf("its min needs %d more pods placed and, with every pod it may evict gone, only %d fit", pre.Missing, len(placed)), nil
 	}
-	evicted, err := spare(s, placed, units)
-	if err != nil {
-		return nil, "", err
-	}
-	return &result{members: placed, evicted: evicted}, "", nil
+	return s, placed, units, "", nil
 }
 
 // spare gives victims back, most important first, while every placed

@@ -433,3 +433,60 @@ func TestPreemptionAcrossNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestReclaimTakesOneOfTheGangsSharingNodes: queue B's three gangs share
+// three nodes, each gang with pods on every node; queue A, below its
+// share, needs eight single cards, which one of B's gangs frees. Exactly
+// that one gang is reclaimed: not every gang with a pod on the one node a
+// plan would first fill, which would take B below its own share and be
+// refused, leaving A waiting (SPEC §5.3, §5.6).
+func TestReclaimTakesOneOfTheGangsSharingNodes(t *testing.T) {
+	createQueue(t, builder.MakeQueue("share-a").Card(h200, 8, 24).Obj())
+	createQueue(t, builder.MakeQueue("share-b").Card(h200, 8, 24).Obj())
+	nsA := createNamespaceInQueue(t, "share-a", "share-a")
+	nsB := createNamespaceInQueue(t, "share-b", "share-b")
+	for i := range 3 {
+		createNodes(t, builder.MakeNode(fmt.Sprintf("share-%d", i)).GPU(h200, 8).Label("share", fmt.Sprint(i)).Obj())
+	}
+	startScheduler(t)
+
+	for g := range 3 {
+		name := fmt.Sprintf("b%d", g)
+		createPodGroup(t, nsB, name, 4)
+		var pods []*corev1.Pod
+		for i := range 4 {
+			pods = append(pods, builder.MakePod(nsB, fmt.Sprintf("%s-%d", name, i)).Label("scheduling.x-k8s.io/pod-group", name).
+				Req("cpu", "100m").GPU(2).CardName(h200).NodeSelector("share", fmt.Sprint((g+i)%3)).Obj())
+		}
+		createPods(t, pods...)
+	}
+	waitBound(t, nsB, gangsBound(map[string]int{"b0": 4, "b1": 4, "b2": 4}))
+
+	createPodGroup(t, nsA, "a", 8)
+	var a []*corev1.Pod
+	for i := range 8 {
+		a = append(a, builder.MakePod(nsA, fmt.Sprintf("a-%d", i)).Label("scheduling.x-k8s.io/pod-group", "a").Req("cpu", "100m").GPU(1).CardName(h200).Obj())
+	}
+	createPods(t, a...)
+	waitBound(t, nsA, gangsBound(map[string]int{"a": 8}))
+	holdFor(t, holdWindow, func() error {
+		per := boundPerGang(t, nsB)
+		whole := 0
+		for _, g := range []string{"b0", "b1", "b2"} {
+			switch per[g] {
+			case 4:
+				whole++
+			case 0:
+			default:
+				return fmt.Errorf("gang %s of queue share-b runs %d of its 4 pods", g, per[g])
+			}
+		}
+		if whole != 2 {
+			return fmt.Errorf("queue share-b runs %d whole gangs, want 2: one reclaimed for a's 8 cards", whole)
+		}
+		if n := countEvents(t, nsB, "Reclaimed"); n != 4 {
+			return fmt.Errorf("%d pods of queue share-b reclaimed, want 4", n)
+		}
+		return nil
+	})
+}
