@@ -143,6 +143,34 @@ func reclaimFrom(pre state.Preemptor, usage map[string]state.Usage, short []dim)
 	return out
 }
 
+// atShare tells whether evicting pods, of one queue (usage u), would
+// alone take that queue below its deserved share of something guard
+// settles: a card model the preemptor's pods may use (models), or a
+// resource the preemptor's queue is short of (short). The guard would
+// refuse any plan that takes them, so they are left out of the plan from
+// the start: of a queue above its share of one model and at it on another,
+// only the first is taken.
+func atShare(u state.Usage, pods []state.PodView, models map[string]bool, short []dim) bool {
+	cards, req := map[string]int64{}, quota.Resources{}
+	for _, p := range pods {
+		for m, n := range p.Cards {
+			cards[m] += n
+		}
+		req.Add(p.Request)
+	}
+	for m, n := range cards {
+		if c := u.Cards[m]; n > 0 && models[m] && c.Allocated-n < c.Deserved {
+			return true
+		}
+	}
+	for _, d := range short {
+		if r := corev1.ResourceName(d.name); !d.cards && req[r] > 0 && u.Allocated[r]-req[r] < u.Deserved[r] {
+			return true
+		}
+	}
+	return false
+}
+
 // guard checks a plan's reclaim after it, in each resource or card model
 // the preemptor's queue is short of (short), and in each card model its
 // members land on and the plan takes cards of from other queues: the

@@ -75,6 +75,45 @@ func TestReclaimFrom(t *testing.T) {
 	}
 }
 
+// TestAtShare: pods whose eviction alone would take their queue below its
+// deserved share of a model the preemptor may use, or of a resource its
+// queue is short of, are no victims; elsewhere the queue may give.
+func TestAtShare(t *testing.T) {
+	models := map[string]bool{h200: true, rtx: true}
+	pod := func(cards map[string]int64, cpu int64) state.PodView {
+		return state.PodView{Facts: state.Facts{Request: quota.Resources{corev1.ResourceCPU: cpu}}, Cards: cards}
+	}
+	usage := state.Usage{
+		Allocated: quota.Resources{corev1.ResourceCPU: 4000}, Deserved: quota.Resources{corev1.ResourceCPU: 4000},
+		Cards: map[string]state.CardUsage{
+			h200: {Listed: true, Allocated: 24, Deserved: 8},
+			rtx:  {Listed: true, Allocated: 8, Deserved: 8},
+		},
+	}
+	cpuShort := []dim{{name: string(corev1.ResourceCPU)}}
+	tests := []struct {
+		name  string
+		pods  []state.PodView
+		short []dim
+		want  bool
+	}{
+		{"on the model it is above its share of", []state.PodView{pod(map[string]int64{h200: 8}, 0)}, nil, false},
+		{"all it is above its share by", []state.PodView{pod(map[string]int64{h200: 8}, 0), pod(map[string]int64{h200: 8}, 0)}, nil, false},
+		{"more than it is above its share by", []state.PodView{pod(map[string]int64{h200: 8}, 0), pod(map[string]int64{h200: 9}, 0)}, nil, true},
+		{"on the model it is at its share of", []state.PodView{pod(map[string]int64{rtx: 1}, 0)}, nil, true},
+		{"on a model the preemptor may not use", []state.PodView{pod(map[string]int64{"NVIDIA-L40S": 1}, 0)}, nil, false},
+		{"CPU its queue is at its share of, CPU not short", []state.PodView{pod(map[string]int64{h200: 1}, 1000)}, nil, false},
+		{"CPU its queue is at its share of, CPU short", []state.PodView{pod(map[string]int64{h200: 1}, 1000)}, cpuShort, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := atShare(usage, tc.pods, models, tc.short); got != tc.want {
+				t.Errorf("at share %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestGuard: a reclaim happens only if afterwards the reclaiming queue is
 // not above its deserved share and no victim queue is below its own (SPEC
 // §5.6); preemption within the queue is not guarded.

@@ -179,14 +179,16 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 		usage[q] = p.state.Usage(q)
 	}
 	capRes, capCards := p.state.Capacity()
-	short := below(usage[pre.Queue], asksOf(pre, usage[pre.Queue], p.state.IsCardResource), freeOf(capRes, capCards, usage))
+	asked := asksOf(pre, usage[pre.Queue], p.state.IsCardResource)
+	short := below(usage[pre.Queue], asked, freeOf(capRes, capCards, usage))
 	from := reclaimFrom(pre, usage, short)
 	queues := []string{pre.Queue}
 	for q := range from {
 		queues = append(queues, q)
 	}
 	sort.Strings(queues[1:])
-	units := eligibility{pre: pre, reclaimFrom: from}.units(p.state.PlacedIn(queues...))
+	atShareOf := func(q string, pods []state.PodView) bool { return atShare(usage[q], pods, asked.models, short) }
+	units := eligibility{pre: pre, reclaimFrom: from, atShare: atShareOf}.units(p.state.PlacedIn(queues...))
 	if len(units) == 0 {
 		attempts.WithLabelValues("no-victims").Inc()
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("no preemption: no pod that %s may evict (queue %s)", who(pre, pod), pre.Queue))

@@ -79,6 +79,12 @@ type eligibility struct {
 	// preemptor's queue, below its own, may reclaim from, with whether they
 	// are reclaimable (else only their elastic pods may be taken).
 	reclaimFrom map[string]bool
+	// atShare, when set, tells pods of a queue reclaimed from whose
+	// eviction alone would take that queue below its deserved share of
+	// something the guard settles (guard.go's atShare): they are no victim,
+	// so a plan looks for room where the queue is above its share instead
+	// of being found there and refused.
+	atShare func(queue string, pods []state.PodView) bool
 }
 
 // units groups the eligible placed pods into victim units. Non-preemptible
@@ -115,7 +121,7 @@ func (el eligibility) units(placed []state.PodView) []*unit {
 			out = append(out, parent)
 		}
 		for _, p := range elastic {
-			if p.Preemptibility == workload.NonPreemptible || !el.mayTake(p.Queue, true) {
+			if p.Preemptibility == workload.NonPreemptible || !el.mayTake(p.Queue, true) || el.spent(p.Queue, []state.PodView{p}) {
 				continue
 			}
 			out = append(out, &unit{kind: elasticPod, pods: []state.PodView{p}, queue: p.Queue, gang: p.Gang,
@@ -141,7 +147,7 @@ func (el eligibility) whole(k kind, pods []state.PodView) *unit {
 		u.priority = max(u.priority, p.Priority)
 		u.cards += cardsOf(p)
 	}
-	if !el.mayTake(u.queue, false) {
+	if !el.mayTake(u.queue, false) || el.spent(u.queue, pods) {
 		return nil
 	}
 	if !u.reclaim && u.priority >= el.pre.Priority {
@@ -158,6 +164,11 @@ func (el eligibility) mayTake(queue string, elastic bool) bool {
 	}
 	reclaimable, ok := el.reclaimFrom[queue]
 	return ok && (elastic || reclaimable)
+}
+
+// spent tells pods of another queue that the guard would not let go.
+func (el eligibility) spent(queue string, pods []state.PodView) bool {
+	return queue != el.pre.Queue && el.atShare != nil && el.atShare(queue, pods)
 }
 
 func cardsOf(p state.PodView) int64 {

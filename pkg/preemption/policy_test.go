@@ -2,6 +2,7 @@ package preemption
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -109,6 +110,31 @@ func TestUnits(t *testing.T) {
 				t.Errorf("units %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUnitsLeaveQueuesAtShare: pods of a queue reclaimed from that the
+// guard would not let go are no victims; the preemptor's own queue is not
+// asked.
+func TestUnitsLeaveQueuesAtShare(t *testing.T) {
+	asked := map[string]bool{}
+	el := eligibility{pre: state.Preemptor{Queue: "q", Priority: 500}, reclaimFrom: map[string]bool{"other": true},
+		atShare: func(q string, pods []state.PodView) bool {
+			asked[q] = true
+			return strings.HasPrefix(pods[0].Pod.Name, "kept")
+		}}
+	got := unitNames(el.units([]state.PodView{
+		placed("kept-solo", "other", "", 10, pre, false, 0, 1),
+		placed("taken-solo", "other", "", 10, pre, false, 0, 1),
+		placed("taken-0", "other", "ns/g", 10, pre, false, 0, 1),
+		placed("kept-1", "other", "ns/g", 10, pre, true, 1, 1),
+		placed("kept-own", "q", "", 10, pre, false, 0, 1),
+	}))
+	if want := []string{"gang:taken-0", "pod:kept-own", "pod:taken-solo"}; !cmp.Equal(got, want) {
+		t.Errorf("units %v, want %v", got, want)
+	}
+	if asked["q"] {
+		t.Errorf("asked whether its own queue is at its share")
 	}
 }
 

@@ -490,3 +490,51 @@ func TestReclaimTakesOneOfTheGangsSharingNodes(t *testing.T) {
 		return nil
 	})
 }
+
+// TestReclaimTakesWhereTheQueueIsAboveItsShare: a queue above its
+// deserved share of one card model and at it on another gives up the
+// first. The reclaiming gang may use either model; room on the second is
+// found first (only elastic pods and a small gang stand there) but taking
+// it would leave the queue below its share there, so the reclaim takes one
+// of the queue's gangs on the first model instead of being refused.
+func TestReclaimTakesWhereTheQueueIsAboveItsShare(t *testing.T) {
+	createQueue(t, builder.MakeQueue("above-a").Card(h200, 4, 8).Card(rtx, 4, 8).Obj())
+	createQueue(t, builder.MakeQueue("above-b").Card(h200, 4, 8).Card(rtx, 0, 8).Obj())
+	nsA := createNamespaceInQueue(t, "above-a", "above-a")
+	nsB := createNamespaceInQueue(t, "above-b", "above-b")
+	createNodes(t, builder.MakeNode("above-h200").GPU(h200, 8).Obj(), builder.MakeNode("above-rtx").GPU(rtx, 4).Obj())
+	startScheduler(t)
+
+	gang := func(ns, name string, size int, min int32, card string) {
+		createPodGroup(t, ns, name, min)
+		var pods []*corev1.Pod
+		for i := range size {
+			pods = append(pods, builder.MakePod(ns, fmt.Sprintf("%s-%d", name, i)).Label("scheduling.x-k8s.io/pod-group", name).
+				Req("cpu", "100m").GPU(1).CardName(card).Obj())
+		}
+		createPods(t, pods...)
+	}
+	gang(nsA, "rtx", 4, 2, rtx)
+	gang(nsA, "h0", 4, 4, h200)
+	gang(nsA, "h1", 4, 4, h200)
+	waitBound(t, nsA, gangsBound(map[string]int{"rtx": 4, "h0": 4, "h1": 4}))
+
+	gang(nsB, "b", 4, 4, h200+"|"+rtx)
+	waitBound(t, nsB, gangsBound(map[string]int{"b": 4}))
+	holdFor(t, holdWindow, func() error {
+		per := boundPerGang(t, nsA)
+		if per["rtx"] != 4 {
+			return fmt.Errorf("queue above-a runs %d of its 4 RTX pods, want 4: it is at its RTX share", per["rtx"])
+		}
+		if per["h0"]+per["h1"] != 4 || per["h0"]%4 != 0 {
+			return fmt.Errorf("queue above-a runs H200 gangs %v, want one whole, one reclaimed", per)
+		}
+		if n := countEvents(t, nsA, "Reclaimed"); n != 4 {
+			return fmt.Errorf("%d pods of queue above-a reclaimed, want 4", n)
+		}
+		if per := boundPerGang(t, nsB); per["b"] != 4 {
+			return fmt.Errorf("queue above-b runs %d of its gang's 4 pods", per["b"])
+		}
+		return nil
+	})
+}
