@@ -145,11 +145,12 @@ func reclaimFrom(pre state.Preemptor, usage map[string]state.Usage, short []dim)
 
 // atShare tells whether evicting pods, of one queue (usage u), would
 // alone take that queue below its deserved share of something guard
-// settles: a card model the preemptor's pods may use (models), or a
-// resource the preemptor's queue is short of (short). The guard would
-// refuse any plan that takes them, so they are left out of the plan from
-// the start: of a queue above its share of one model and at it on another,
-// only the first is taken.
+// settles, so that guard would refuse any plan that takes them: a card
+// model or resource the preemptor's queue is short of (short), or, for
+// pods that hold no cards of a short model (they can only make room the
+// preemptor's members land in), a card model those members may use
+// (models). They are left out of the plan from the start: of a queue above
+// its share of one model and at it on another, only the first is taken.
 func atShare(u state.Usage, pods []state.PodView, models map[string]bool, short []dim) bool {
 	cards, req := map[string]int64{}, quota.Resources{}
 	for _, p := range pods {
@@ -158,8 +159,16 @@ func atShare(u state.Usage, pods []state.PodView, models map[string]bool, short 
 		}
 		req.Add(p.Request)
 	}
+	shortModel := map[string]bool{}
+	holdsShort := false
+	for _, d := range short {
+		if d.cards {
+			shortModel[d.name] = true
+			holdsShort = holdsShort || cards[d.name] > 0
+		}
+	}
 	for m, n := range cards {
-		if c := u.Cards[m]; n > 0 && models[m] && c.Allocated-n < c.Deserved {
+		if c := u.Cards[m]; n > 0 && (shortModel[m] || models[m] && !holdsShort) && c.Allocated-n < c.Deserved {
 			return true
 		}
 	}

@@ -91,6 +91,7 @@ func TestAtShare(t *testing.T) {
 		},
 	}
 	cpuShort := []dim{{name: string(corev1.ResourceCPU)}}
+	h200Short := []dim{{name: h200, cards: true}}
 	tests := []struct {
 		name  string
 		pods  []state.PodView
@@ -104,6 +105,9 @@ func TestAtShare(t *testing.T) {
 		{"on a model the preemptor may not use", []state.PodView{pod(map[string]int64{"NVIDIA-L40S": 1}, 0)}, nil, false},
 		{"CPU its queue is at its share of, CPU not short", []state.PodView{pod(map[string]int64{h200: 1}, 1000)}, nil, false},
 		{"CPU its queue is at its share of, CPU short", []state.PodView{pod(map[string]int64{h200: 1}, 1000)}, cpuShort, true},
+		{"a short model it is above its share of, and one it is at", []state.PodView{pod(map[string]int64{h200: 8, rtx: 1}, 0)}, h200Short, false},
+		{"a short model it would fall below its share of", []state.PodView{pod(map[string]int64{h200: 17}, 0)}, h200Short, true},
+		{"only a model it is at its share of, with another short", []state.PodView{pod(map[string]int64{rtx: 1}, 0)}, h200Short, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

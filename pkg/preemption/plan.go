@@ -201,14 +201,18 @@ func shapeKey(pod *corev1.Pod) string {
 type result struct {
 	members []*member
 	evicted []*unit
+	// refused says why the reclaim guard refuses the plan ("" when not).
+	refused string
 }
 
 // plan finds room for pre's missing min among units, or says why there is
 // none. It looks among elastic pods alone first, then adds single pods,
 // then whole gangs (SPEC §5.3): a gang is broken only when lesser victims
-// cannot make the room, wherever they are.
-func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit) (*result, string, error) {
-	var res *result
+// cannot make the room, wherever they are. refuse is the reclaim guard: a
+// tier whose plan it refuses gives way to the next, and a refused plan is
+// returned (res.refused says why) only when no tier has one it passes.
+func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit, refuse func(*result) string) (*result, string, error) {
+	var refused *result
 	var why string
 	tried := -1
 	for _, most := range []kind{elasticPod, singlePod, wholeGang} {
@@ -222,12 +226,22 @@ func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit)
 			continue
 		}
 		tried = len(some)
-		var err error
-		if res, why, err = planAmong(ctx, h, pre, some); err != nil || why == "" {
-			return res, why, err
+		res, w, err := planAmong(ctx, h, pre, some, refuse)
+		switch {
+		case err != nil:
+			return nil, "", err
+		case w != "":
+			why = w
+		case res.refused == "":
+			return res, "", nil
+		default:
+			refused = res
 		}
 	}
-	return res, why, nil
+	if refused != nil {
+		return refused, "", nil
+	}
+	return nil, why, nil
 }
 
 // planAmong finds room for pre's missing min with every unit gone, then
@@ -238,11 +252,12 @@ func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit)
 // then go, where one gang spread over several nodes would have made room
 // (a reclaim that takes all of a queue's cards for one gang's worth is
 // then refused by the guard, and the queue that needs them waits). So when
-// that evicts two gangs or more, the members are placed again with only
-// the fewest least important units gone that leave room (found by
-// halving: more gone never leaves less room), and that plan is kept if it
-// evicts less.
-func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit) (*result, string, error) {
+// that plan evicts two gangs or more, or the guard refuses it, the members
+// are placed again with only the fewest least important units gone that
+// leave room, found by halving (first-fit is not monotone: halving may
+// miss a smaller set that fits, which costs a cheaper plan, never a wrong
+// one), and the plan the guard passes is kept, else the cheaper.
+func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit, refuse func(*result) string) (*result, string, error) {
 	s, placed, held, why, err := placeWithout(ctx, h, pre, units)
 	if err != nil || why != "" {
 		return nil, why, err
@@ -252,7 +267,8 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 		return nil, "", err
 	}
 	res := &result{members: placed, evicted: evicted}
-	if gangsIn(evicted) < 2 {
+	res.refused = refuse(res)
+	if (gangsIn(evicted) < 2 && res.refused == "") || len(held) < 2 {
 		return res, "", nil
 	}
 	// Least important first: elastic pods before single pods before whole
@@ -278,23 +294,32 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 	if fewer == nil {
 		return res, "", nil
 	}
-	for _, u := range held {
-		u.evicted = false
-	}
+	mark(held, nil)
 	if fewer.evicted, err = spare(fewerSim, fewer.members, fewerHeld); err != nil {
 		return nil, "", err
 	}
-	if !costlier(res.evicted, fewer.evicted) {
-		// No better: the first plan spares the more important.
-		for _, u := range held {
-			u.evicted = false
+	fewer.refused = refuse(fewer)
+	keep := fewer
+	switch {
+	case (res.refused == "") != (fewer.refused == ""):
+		if res.refused == "" {
+			keep = res
 		}
-		for _, u := range res.evicted {
-			u.evicted = true
-		}
-		return res, "", nil
+	case !costlier(res.evicted, fewer.evicted):
+		keep = res // no cheaper: the first plan spares the more important
 	}
-	return fewer, "", nil
+	mark(held, keep.evicted)
+	return keep, "", nil
+}
+
+// mark sets the units' evicted flags to say the plan evicting evicted.
+func mark(units, evicted []*unit) {
+	for _, u := range units {
+		u.evicted = false
+	}
+	for _, u := range evicted {
+		u.evicted = true
+	}
 }
 
 // gangsIn counts the whole gangs among units.
@@ -308,11 +333,19 @@ func gangsIn(units []*unit) int {
 	return n
 }
 
-// costlier tells whether evicting a takes more than evicting b: more
-// whole gangs, then more cards, then more pods.
+// costlier tells whether evicting a costs more than evicting b (SPEC §5.3):
+// a more important kind or priority at stake, then more whole gangs, more
+// cards, more pods.
 func costlier(a, b []*unit) bool {
-	count := func(us []*unit) (gangs int, cards int64, pods int) {
-		for _, u := range us {
+	type stake struct {
+		kind     kind
+		priority int32
+	}
+	count := func(us []*unit) (top stake, gangs int, cards int64, pods int) {
+		for i, u := range us {
+			if s := (stake{u.kind, u.priority}); i == 0 || s.kind > top.kind || s.kind == top.kind && s.priority > top.priority {
+				top = s
+			}
 			if u.kind == wholeGang {
 				gangs++
 			}
@@ -321,12 +354,16 @@ func costlier(a, b []*unit) bool {
 		}
 		return
 	}
-	ag, ac, ap := count(a)
-	bg, bc, bp := count(b)
-	if ag != bg {
+	at, ag, ac, ap := count(a)
+	bt, bg, bc, bp := count(b)
+	switch {
+	case at.kind != bt.kind:
+		return at.kind > bt.kind
+	case at.priority != bt.priority:
+		return at.priority > bt.priority
+	case ag != bg:
 		return ag > bg
-	}
-	if ac != bc {
+	case ac != bc:
 		return ac > bc
 	}
 	return ap > bp
@@ -379,9 +416,9 @@ func placeWithout(ctx context.Context, h fwk.Handle, pre state.Preemptor, units 
 		return order[i] < order[j]
 	})
 	var placed []*member
-	for _, m := range members {
-		if len(placed) == pre.Missing {
-			break
+	for i, m := range members {
+		if len(placed) == pre.Missing || len(members)-i < pre.Missing-len(placed) {
+			break // placed, or too few left to place
 		}
 		m.node = ""
 		for _, node := range order {

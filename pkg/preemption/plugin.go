@@ -193,7 +193,12 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 		attempts.WithLabelValues("no-victims").Inc()
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("no preemption: no pod that %s may evict (queue %s)", who(pre, pod), pre.Queue))
 	}
-	res, why, err := plan(ctx, p.handle, pre, units)
+	nodeCards := func(node string, pod *corev1.Pod) map[string]int64 {
+		n, _ := p.state.Node(node)
+		return n.PodCards(pod)
+	}
+	refuse := func(r *result) string { return guard(pre, usage, r.members, r.evicted, short, nodeCards) }
+	res, why, err := plan(ctx, p.handle, pre, units, refuse)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -205,13 +210,9 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 		attempts.WithLabelValues("room-free").Inc()
 		return nil, fwk.NewStatus(fwk.Unschedulable, "no preemption needed: its min fits as things are now; trying again")
 	}
-	nodeCards := func(node string, pod *corev1.Pod) map[string]int64 {
-		n, _ := p.state.Node(node)
-		return n.PodCards(pod)
-	}
-	if g := guard(pre, usage, res.members, res.evicted, short, nodeCards); g != "" {
+	if res.refused != "" {
 		attempts.WithLabelValues("guard").Inc()
-		return nil, fwk.NewStatus(fwk.Unschedulable, "no reclaim: "+g)
+		return nil, fwk.NewStatus(fwk.Unschedulable, "no reclaim: "+res.refused)
 	}
 	return p.execute(ctx, pod, pre, res, short), fwk.NewStatus(fwk.Success)
 }

@@ -117,13 +117,26 @@ func (el eligibility) units(placed []state.PodView) []*unit {
 			}
 		}
 		parent := el.whole(wholeGang, members)
+		var kept []state.PodView
+		for _, p := range elastic {
+			if p.Preemptibility == workload.NonPreemptible || !el.mayTake(p.Queue, true) {
+				continue
+			}
+			if el.spent(p.Queue, []state.PodView{p}) {
+				// Its gang's min members may not go without it: that
+				// would leave it running below min, or take it anyway.
+				parent = nil
+				continue
+			}
+			kept = append(kept, p)
+		}
+		if parent != nil && el.spent(parent.queue, pods) {
+			parent = nil // its elastic pods go with it
+		}
 		if parent != nil {
 			out = append(out, parent)
 		}
-		for _, p := range elastic {
-			if p.Preemptibility == workload.NonPreemptible || !el.mayTake(p.Queue, true) || el.spent(p.Queue, []state.PodView{p}) {
-				continue
-			}
+		for _, p := range kept {
 			out = append(out, &unit{kind: elasticPod, pods: []state.PodView{p}, queue: p.Queue, gang: p.Gang,
 				priority: p.Priority, rank: p.Rank, cards: cardsOf(p), timesEvicted: p.GangEvicted, reclaim: p.Queue != el.pre.Queue, parent: parent})
 		}

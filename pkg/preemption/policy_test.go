@@ -126,15 +126,53 @@ func TestUnitsLeaveQueuesAtShare(t *testing.T) {
 	got := unitNames(el.units([]state.PodView{
 		placed("kept-solo", "other", "", 10, pre, false, 0, 1),
 		placed("taken-solo", "other", "", 10, pre, false, 0, 1),
-		placed("taken-0", "other", "ns/g", 10, pre, false, 0, 1),
-		placed("kept-1", "other", "ns/g", 10, pre, true, 1, 1),
+		placed("taken-gang-0", "other", "ns/g", 10, pre, false, 0, 1),
+		placed("taken-gang-1", "other", "ns/g", 10, pre, false, 1, 1),
 		placed("kept-own", "q", "", 10, pre, false, 0, 1),
 	}))
-	if want := []string{"gang:taken-0", "pod:kept-own", "pod:taken-solo"}; !cmp.Equal(got, want) {
+	if want := []string{"gang:taken-gang-0,taken-gang-1", "pod:kept-own", "pod:taken-solo"}; !cmp.Equal(got, want) {
 		t.Errorf("units %v, want %v", got, want)
 	}
 	if asked["q"] {
 		t.Errorf("asked whether its own queue is at its share")
+	}
+
+	// A gang whose elastic pod may not go may not go either: it would
+	// leave the pod running below its min.
+	got = unitNames(el.units([]state.PodView{
+		placed("taken-0", "other", "ns/g", 10, pre, false, 0, 1),
+		placed("taken-1", "other", "ns/g", 10, pre, true, 1, 1),
+		placed("kept-2", "other", "ns/g", 10, pre, true, 2, 1),
+	}))
+	if want := []string{"elastic pod:taken-1"}; !cmp.Equal(got, want) {
+		t.Errorf("units %v, want %v", got, want)
+	}
+}
+
+// TestCostlier: of two plans, the one that puts less at stake (kind, then
+// priority) is cheaper, then fewer gangs, cards, pods.
+func TestCostlier(t *testing.T) {
+	u := func(k kind, priority int32, cards int64) *unit {
+		return &unit{kind: k, priority: priority, cards: cards, pods: make([]state.PodView, cards)}
+	}
+	tests := []struct {
+		name string
+		a, b []*unit
+		want bool
+	}{
+		{"three gangs over one", []*unit{u(wholeGang, 0, 8), u(wholeGang, 0, 8), u(wholeGang, 0, 8)}, []*unit{u(wholeGang, 0, 8)}, true},
+		{"one gang over three", []*unit{u(wholeGang, 0, 8)}, []*unit{u(wholeGang, 0, 8), u(wholeGang, 0, 8), u(wholeGang, 0, 8)}, false},
+		{"one higher-priority gang over two lower", []*unit{u(wholeGang, 100, 64)}, []*unit{u(wholeGang, 0, 2), u(wholeGang, 0, 2)}, true},
+		{"a gang over elastic pods", []*unit{u(wholeGang, 0, 1)}, []*unit{u(elasticPod, 0, 4), u(elasticPod, 0, 4)}, true},
+		{"more cards, same gangs", []*unit{u(wholeGang, 0, 8)}, []*unit{u(wholeGang, 0, 4)}, true},
+		{"the same", []*unit{u(wholeGang, 0, 8)}, []*unit{u(wholeGang, 0, 8)}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := costlier(tc.a, tc.b); got != tc.want {
+				t.Errorf("costlier %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
