@@ -133,16 +133,28 @@ func (s *sim) victim(pod *corev1.Pod, node string) fwk.PodInfo {
 // says it is placed. The two are fed by separate informers: a unit the
 // snapshot does not see yet, or no longer, is not offered this time.
 func (s *sim) held(units []*unit) []*unit {
-	out := units[:0:0]
-	for _, u := range units {
-		all := true
+	isHeld := func(u *unit) bool {
 		for _, p := range u.pods {
 			if s.victim(p.Pod, p.Node) == nil {
-				all = false
-				break
+				return false
 			}
 		}
-		if all {
+		return true
+	}
+	// A gang one of whose elastic pods is not held is not taken: its
+	// elastic pods go with it.
+	short := map[*unit]bool{}
+	out := units[:0:0]
+	for _, u := range units {
+		if !isHeld(u) {
+			short[u] = true
+			if u.parent != nil {
+				short[u.parent] = true
+			}
+		}
+	}
+	for _, u := range units {
+		if !short[u] {
 			out = append(out, u)
 		}
 	}
@@ -226,7 +238,7 @@ func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit,
 			continue
 		}
 		tried = len(some)
-		res, w, err := planAmong(ctx, h, pre, some, refuse)
+		res, w, err := planAmong(ctx, h, pre, some, refuse, len(some) == len(units))
 		switch {
 		case err != nil:
 			return nil, "", err
@@ -256,8 +268,9 @@ func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit,
 // are placed again with only the fewest least important units gone that
 // leave room, found by halving (first-fit is not monotone: halving may
 // miss a smaller set that fits, which costs a cheaper plan, never a wrong
-// one), and the plan the guard passes is kept, else the cheaper.
-func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit, refuse func(*result) string) (*result, string, error) {
+// one), and the plan the guard passes is kept, else the cheaper. Only the
+// last tier searches (search): the ones before give way to it.
+func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit, refuse func(*result) string, search bool) (*result, string, error) {
 	s, placed, held, why, err := placeWithout(ctx, h, pre, units)
 	if err != nil || why != "" {
 		return nil, why, err
@@ -268,7 +281,7 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 	}
 	res := &result{members: placed, evicted: evicted}
 	res.refused = refuse(res)
-	if (gangsIn(evicted) < 2 && res.refused == "") || len(held) < 2 {
+	if !search || (gangsIn(evicted) < 2 && res.refused == "") || len(held) < 2 {
 		return res, "", nil
 	}
 	// Least important first: elastic pods before single pods before whole
@@ -334,18 +347,28 @@ func gangsIn(units []*unit) int {
 }
 
 // costlier tells whether evicting a costs more than evicting b (SPEC §5.3):
-// a more important kind or priority at stake, then more whole gangs, more
-// cards, more pods.
+// what they put at stake, most important first (kind, then priority, unit
+// by unit), then more whole gangs, more cards, more pods.
 func costlier(a, b []*unit) bool {
 	type stake struct {
 		kind     kind
 		priority int32
 	}
-	count := func(us []*unit) (top stake, gangs int, cards int64, pods int) {
-		for i, u := range us {
-			if s := (stake{u.kind, u.priority}); i == 0 || s.kind > top.kind || s.kind == top.kind && s.priority > top.priority {
-				top = s
+	stakes := func(us []*unit) []stake {
+		out := make([]stake, 0, len(us))
+		for _, u := range us {
+			out = append(out, stake{u.kind, u.priority})
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if out[i].kind != out[j].kind {
+				return out[i].kind > out[j].kind
 			}
+			return out[i].priority > out[j].priority
+		})
+		return out
+	}
+	count := func(us []*unit) (gangs int, cards int64, pods int) {
+		for _, u := range us {
 			if u.kind == wholeGang {
 				gangs++
 			}
@@ -354,13 +377,18 @@ func costlier(a, b []*unit) bool {
 		}
 		return
 	}
-	at, ag, ac, ap := count(a)
-	bt, bg, bc, bp := count(b)
+	as, bs := stakes(a), stakes(b)
+	for i := range min(len(as), len(bs)) {
+		if as[i] != bs[i] {
+			if as[i].kind != bs[i].kind {
+				return as[i].kind > bs[i].kind
+			}
+			return as[i].priority > bs[i].priority
+		}
+	}
+	ag, ac, ap := count(a)
+	bg, bc, bp := count(b)
 	switch {
-	case at.kind != bt.kind:
-		return at.kind > bt.kind
-	case at.priority != bt.priority:
-		return at.priority > bt.priority
 	case ag != bg:
 		return ag > bg
 	case ac != bc:
@@ -433,7 +461,7 @@ func placeWithout(ctx context.Context, h fwk.Handle, pre state.Preemptor, units 
 		}
 	}
 	if len(placed) < pre.Missing {
-		return nil, nil, nil, fmt.Sprintf("its min needs %d more pods placed and, with every pod it may evict gone, only %d fit", pre.Missing, len(placed)), nil
+		return nil, nil, nil, fmt.Sprintf("its min needs %d more pods placed and, with every pod it may evict gone, they do not fit (%d placed)", pre.Missing, len(placed)), nil
 	}
 	return s, placed, units, "", nil
 }

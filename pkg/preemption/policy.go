@@ -119,12 +119,9 @@ func (el eligibility) units(placed []state.PodView) []*unit {
 		parent := el.whole(wholeGang, members)
 		var kept []state.PodView
 		for _, p := range elastic {
-			if p.Preemptibility == workload.NonPreemptible || !el.mayTake(p.Queue, true) {
-				continue
-			}
-			if el.spent(p.Queue, []state.PodView{p}) {
+			if p.Preemptibility == workload.NonPreemptible || !el.mayTake(p.Queue, true) || el.spent(p.Queue, []state.PodView{p}) {
 				// Its gang's min members may not go without it: that
-				// would leave it running below min, or take it anyway.
+				// would leave it running below min.
 				parent = nil
 				continue
 			}

@@ -166,6 +166,9 @@ func TestCostlier(t *testing.T) {
 		{"a gang over elastic pods", []*unit{u(wholeGang, 0, 1)}, []*unit{u(elasticPod, 0, 4), u(elasticPod, 0, 4)}, true},
 		{"more cards, same gangs", []*unit{u(wholeGang, 0, 8)}, []*unit{u(wholeGang, 0, 4)}, true},
 		{"the same", []*unit{u(wholeGang, 0, 8)}, []*unit{u(wholeGang, 0, 8)}, false},
+		{"two high over a high and a low, fewer cards", []*unit{u(wholeGang, 100, 8), u(wholeGang, 100, 8)}, []*unit{u(wholeGang, 100, 16), u(wholeGang, 0, 16)}, true},
+		{"a high and a low over a high and a lower", []*unit{u(wholeGang, 100, 8), u(wholeGang, 50, 8)}, []*unit{u(wholeGang, 100, 8), u(wholeGang, 0, 8)}, true},
+		{"nothing over a negative-priority elastic pod", nil, []*unit{u(elasticPod, -10, 1)}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
