@@ -444,11 +444,18 @@ func placeWithout(ctx context.Context, h fwk.Handle, pre state.Preemptor, units 
 		return order[i] < order[j]
 	})
 	var placed []*member
+	// A kind of member that fit nowhere fits nowhere until another member
+	// is placed (its pods may be what the next one's affinity asks for).
+	failed := map[*shape]bool{}
 	for i, m := range members {
 		if len(placed) == pre.Missing || len(members)-i < pre.Missing-len(placed) {
 			break // placed, or too few left to place
 		}
 		m.node = ""
+		if failed[m.st] {
+			continue
+		}
+		failed[m.st] = true
 		for _, node := range order {
 			if s.fits(m, node) {
 				m.node = node
@@ -456,6 +463,7 @@ func placeWithout(ctx context.Context, h fwk.Handle, pre state.Preemptor, units 
 					return nil, nil, nil, "", err
 				}
 				placed = append(placed, m)
+				clear(failed)
 				break
 			}
 		}

@@ -117,20 +117,30 @@ func (el eligibility) units(placed []state.PodView) []*unit {
 			}
 		}
 		parent := el.whole(wholeGang, members)
-		var kept []state.PodView
+		going := append([]state.PodView(nil), members...)
+		var kept, riders []state.PodView
 		for _, p := range elastic {
-			if p.Preemptibility == workload.NonPreemptible || !el.mayTake(p.Queue, true) || el.spent(p.Queue, []state.PodView{p}) {
-				// Its gang's min members may not go without it: that
-				// would leave it running below min.
-				parent = nil
-				continue
+			switch {
+			case p.Preemptibility == workload.NonPreemptible || !el.mayTake(p.Queue, true):
+				continue // never taken; its gang may still go (SPEC 5.1 first)
+			case el.spent(p.Queue, []state.PodView{p}):
+				// Not taken alone, where its queue would fall below its
+				// share; it goes with its gang, judged together, so that
+				// it shields nothing.
+				riders = append(riders, p)
+			default:
+				kept = append(kept, p)
 			}
-			kept = append(kept, p)
+			going = append(going, p)
 		}
-		if parent != nil && el.spent(parent.queue, pods) {
-			parent = nil // its elastic pods go with it
+		if parent != nil && el.spent(parent.queue, going) {
+			parent = nil
 		}
 		if parent != nil {
+			parent.pods = append(parent.pods[:len(parent.pods):len(parent.pods)], riders...)
+			for _, p := range riders {
+				parent.cards += cardsOf(p)
+			}
 			out = append(out, parent)
 		}
 		for _, p := range kept {

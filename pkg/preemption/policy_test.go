@@ -137,14 +137,14 @@ func TestUnitsLeaveQueuesAtShare(t *testing.T) {
 		t.Errorf("asked whether its own queue is at its share")
 	}
 
-	// A gang whose elastic pod may not go may not go either: it would
-	// leave the pod running below its min.
+	// An elastic pod that may not go alone goes with its gang, and
+	// shields nothing.
 	got = unitNames(el.units([]state.PodView{
 		placed("taken-0", "other", "ns/g", 10, pre, false, 0, 1),
 		placed("taken-1", "other", "ns/g", 10, pre, true, 1, 1),
 		placed("kept-2", "other", "ns/g", 10, pre, true, 2, 1),
 	}))
-	if want := []string{"elastic pod:taken-1"}; !cmp.Equal(got, want) {
+	if want := []string{"gang:taken-0,kept-2", "elastic pod:taken-1"}; !cmp.Equal(got, want) {
 		t.Errorf("units %v, want %v", got, want)
 	}
 }
