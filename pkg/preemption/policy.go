@@ -81,9 +81,10 @@ type eligibility struct {
 	reclaimFrom map[string]bool
 	// atShare, when set, tells pods of a queue reclaimed from whose
 	// eviction alone would take that queue below its deserved share of
-	// something the guard settles (guard.go's atShare): they are no victim,
-	// so a plan looks for room where the queue is above its share instead
-	// of being found there and refused.
+	// something the guard settles (guard.go's atShare): they are no victim
+	// on their own (an elastic pod may still go with its gang), so a plan
+	// looks for room where the queue is above its share instead of being
+	// found there and refused.
 	atShare func(queue string, pods []state.PodView) bool
 }
 
