@@ -17,7 +17,9 @@
 // plugins, and victims are given back most important first while it still
 // fits; nothing is evicted when it does not fit, or when a reclaim would
 // take the reclaiming queue above its share or a victim queue below its
-// own. Evictions (evict.go) set DisruptionTarget and say why; the members
+// own. Shares are judged as they will be once the preemptions under way
+// are done (State.InFlight), so gangs reclaiming together stop at their
+// queue's share. Evictions (evict.go) set DisruptionTarget and say why; the members
 // are nominated where the room was made, the room is kept for them, and no
 // second round starts while the victims terminate.
 //
@@ -175,8 +177,9 @@ func (p *Plugin) giveUp(cs fwk.CycleState, msg string) *fwk.Status {
 
 func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preemptor) (*fwk.PostFilterResult, *fwk.Status) {
 	usage := map[string]state.Usage{}
+	inFlight := p.state.InFlight()
 	for _, q := range p.state.Queues() {
-		usage[q] = p.state.Usage(q)
+		usage[q] = withInFlight(p.state.Usage(q), inFlight[q])
 	}
 	capRes, capCards := p.state.Capacity()
 	asked := asksOf(pre, usage[pre.Queue], p.state.IsCardResource)
@@ -215,4 +218,19 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 		return nil, fwk.NewStatus(fwk.Unschedulable, "no reclaim: "+res.refused)
 	}
 	return p.execute(ctx, pod, pre, res, short), fwk.NewStatus(fwk.Success)
+}
+
+// withInFlight is u as it will be once the preemptions under way are done
+// (State.InFlight): u is a copy, changed in place.
+func withInFlight(u state.Usage, f state.InFlight) state.Usage {
+	if f.Resources == nil && f.Cards == nil {
+		return u
+	}
+	u.Allocated.Add(f.Resources)
+	for m, n := range f.Cards {
+		c := u.Cards[m]
+		c.Allocated += n
+		u.Cards[m] = c
+	}
+	return u
 }

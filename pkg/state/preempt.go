@@ -148,6 +148,62 @@ func (s *State) PlacedIn(queues ...string) []PodView {
 	return out
 }
 
+// InFlight is how the preemptions under way will change a queue's
+// allocation once they are done: their victims' charges leave it, and the
+// room kept for its members not placed yet comes to it.
+type InFlight struct {
+	Resources quota.Resources
+	Cards     map[string]int64
+}
+
+// InFlight returns, per queue, how the preemptions under way will change
+// its allocation. Usage charges victims until they are gone (SPEC §3.7)
+// and members from when they are placed; reclaim decides on usage with
+// these changes applied, so that a second gang of a queue sees the room
+// already being made for the first, and a queue being taken from is not
+// taken from again for pods it is already giving up. It costs the victims
+// and kept room of the preemptions under way.
+func (s *State) InFlight() map[string]InFlight {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[string]InFlight{}
+	of := func(q string) InFlight {
+		f, ok := out[q]
+		if !ok {
+			f = InFlight{Resources: quota.Resources{}, Cards: map[string]int64{}}
+			out[q] = f
+		}
+		return f
+	}
+	for _, pr := range s.preemptions.underWay {
+		for uid := range pr.victims {
+			e := s.books.pods[uid]
+			if e == nil || !e.placed() || e.Denied != nil {
+				continue // not charged
+			}
+			f := of(e.Queue)
+			f.Resources.Sub(e.Request)
+			for m, n := range e.cards {
+				f.Cards[m] -= n
+			}
+		}
+		for uid, c := range pr.claims {
+			e := s.books.pods[uid]
+			if e == nil || e.placed() || e.Denied != nil {
+				continue // charged already, or never
+			}
+			f := of(e.Queue)
+			f.Resources.Add(c.Request)
+			if n := s.books.nodes[c.Node]; n != nil {
+				for m, k := range n.models.PodCards(e.pod) {
+					f.Cards[m] += k
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Queues lists every queue the state knows, existing or not.
 func (s *State) Queues() []string {
 	s.mu.RLock()

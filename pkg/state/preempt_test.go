@@ -625,3 +625,61 @@ func TestPlacedInCountsAGangsEvictions(t *testing.T) {
 		}
 	}
 }
+
+// TestInFlight: a preemption under way takes its victims' charges from
+// their queue and gives the room kept for its members to theirs, until
+// the victims are gone and the members placed, when usage itself says so.
+func TestInFlight(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnQueue(builder.MakeQueue("a").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 2).Obj())
+	var victims []*corev1.Pod
+	for i := range 2 {
+		p := builder.MakePod("ns", fmt.Sprintf("a-%d", i)).Label(v1alpha1.QueueLabel, "a").Req("cpu", "1").GPU(1).Obj()
+		p.UID = types.UID(p.Name)
+		victims = append(victims, bound(p, "n"))
+		s.OnPod(victims[i])
+	}
+	s.OnPodGroup(podGroup("g", 2, nil))
+	g0, g1 := member("g", 0), member("g", 1)
+	s.OnPod(g0)
+	s.OnPod(g1)
+	if got := s.InFlight(); len(got) != 0 {
+		t.Fatalf("InFlight with no preemption under way = %v", got)
+	}
+	pre, reason, _ := s.PreemptorOf(g0)
+	if reason != "" {
+		t.Fatalf("g may not preempt: %s", reason)
+	}
+	s.Preempted(pre, []types.UID{"a-0", "a-1"}, map[*corev1.Pod]string{g0: "n", g1: "n"})
+	s.Flush(&fake.Framework{})
+
+	want := func(step string, a, q int64) {
+		t.Helper()
+		got := s.InFlight()
+		if got["a"].Cards[h200] != a || got["q"].Cards[h200] != q {
+			t.Errorf("%s: InFlight H200 a %d, q %d; want %d, %d", step, got["a"].Cards[h200], got["q"].Cards[h200], a, q)
+		}
+		if cpu := got["a"].Resources[corev1.ResourceCPU]; cpu != a*1000 {
+			t.Errorf("%s: InFlight cpu of a %d, want %d", step, cpu, a*1000)
+		}
+	}
+	want("evicting", -2, 2)
+	s.OnPodDeleted(victims[0])
+	s.Flush(&fake.Framework{})
+	want("one victim gone", -1, 2)
+	s.OnPodDeleted(victims[1])
+	s.Flush(&fake.Framework{})
+	want("both gone", 0, 2)
+	if st := s.Reserve(g0, "n"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	want("a member placed", 0, 1)
+	if st := s.Reserve(g1, "n"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if got := s.InFlight(); len(got) != 0 {
+		t.Errorf("InFlight once done = %v, want nothing", got)
+	}
+}

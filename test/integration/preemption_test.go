@@ -538,3 +538,92 @@ func TestReclaimTakesWhereTheQueueIsAboveItsShare(t *testing.T) {
 		return nil
 	})
 }
+
+// TestGangsReclaimingTogetherStopAtTheirShare: three gangs of a queue
+// reclaim from a queue that borrowed the whole cluster, all while the
+// first victims are still terminating. Each later gang counts the room
+// already being made for the earlier ones, and the pods already leaving:
+// exactly the queue's deserved share is evicted (8 of 16 cards, two
+// gangs), not a gang's worth more (SPEC §5.6).
+func TestGangsReclaimingTogetherStopAtTheirShare(t *testing.T) {
+	nsA := gpuQueue(t, "together-a", 0, 16, true)
+	nsB := gpuQueue(t, "together-b", 0, 16, true)
+	createNodes(t, gpuNodes("together", 4, 4)...)
+	startScheduler(t)
+
+	var a []*corev1.Pod
+	for i := range 16 {
+		p := builder.MakePod(nsA, fmt.Sprintf("a-%d", i)).Req("cpu", "100m").GPU(1).Obj()
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300) // no kubelet ends it: the test does
+		a = append(a, p)
+	}
+	createPods(t, a...)
+	waitBound(t, nsA, boundCount(16))
+
+	for _, g := range []string{"b0", "b1", "b2"} {
+		createPodGroup(t, nsB, g, 4)
+		createPods(t, gangPods(nsB, g, 4, 1)...)
+	}
+	terminating := func() []string {
+		pods, err := env.kube.CoreV1().Pods(nsA).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				out = append(out, p.Name)
+			}
+		}
+		return out
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		return len(terminating()) >= 8, nil
+	})
+	if err != nil {
+		t.Fatalf("%d of queue together-a's pods evicted, want 8", len(terminating()))
+	}
+	// The victims terminate for as long as the test lets them: every gang
+	// of b has had its chance to reclaim meanwhile.
+	holdFor(t, 15*time.Second, func() error {
+		if n := len(terminating()); n != 8 {
+			return fmt.Errorf("%d of queue together-a's pods evicted while the first victims terminate, want 8: b's share", n)
+		}
+		return nil
+	})
+	for _, name := range terminating() {
+		if err := env.kube.CoreV1().Pods(nsA).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		per := boundPerGang(t, nsB)
+		return per["b0"]+per["b1"]+per["b2"] == 8, nil
+	})
+	if err != nil {
+		t.Fatalf("queue together-b runs %v, want two whole gangs", boundPerGang(t, nsB))
+	}
+	holdFor(t, holdWindow, func() error {
+		per := boundPerGang(t, nsB)
+		whole := 0
+		for _, g := range []string{"b0", "b1", "b2"} {
+			switch per[g] {
+			case 4:
+				whole++
+			case 0:
+			default:
+				return fmt.Errorf("gang %s of queue together-b runs %d of its 4 pods", g, per[g])
+			}
+		}
+		if whole != 2 {
+			return fmt.Errorf("queue together-b runs %d whole gangs, want 2: its deserved 8 cards", whole)
+		}
+		if n := len(terminating()); n != 0 {
+			return fmt.Errorf("%d more of queue together-a's pods evicted once b had its share", n)
+		}
+		if n := countEvents(t, nsA, "Reclaimed"); n != 8 {
+			return fmt.Errorf("%d pods of queue together-a reclaimed, want 8", n)
+		}
+		return nil
+	})
+}
