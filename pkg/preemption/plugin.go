@@ -125,10 +125,12 @@ var unnominated = &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{Nomi
 // on a node where a member of pre is nominated, "" if none. The state
 // knows its own evictions (PreemptorOf waits for them); this covers those
 // it no longer remembers, after a restart or once room stopped being kept,
-// so no second round starts while they terminate (SPEC §5.8). It costs the
+// so no second round starts while they terminate (SPEC §5.8), but no
+// longer than the state waits for its own (state.WaitedFor). It costs the
 // pods of the members' nominated nodes.
 func (p *Plugin) terminatingFor(pre state.Preemptor) string {
 	nodes := p.handle.SnapshotSharedLister().NodeInfos()
+	now := time.Now()
 	for _, m := range pre.Pods {
 		name := m.Status.NominatedNodeName
 		if name == "" {
@@ -140,7 +142,7 @@ func (p *Plugin) terminatingFor(pre state.Preemptor) string {
 		}
 		n := 0
 		for _, info := range ni.GetPods() {
-			if evictedByScheduler(info.GetPod()) {
+			if pod := info.GetPod(); evictedByScheduler(pod) && state.WaitedFor(pod, now) {
 				n++
 			}
 		}

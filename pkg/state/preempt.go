@@ -221,6 +221,14 @@ const (
 	claimSettle = 30 * time.Second
 )
 
+// WaitedFor tells whether a pod being deleted is still waited for as a
+// victim: until claimTTL past the end of its grace period (its deletion
+// timestamp), as long as the state waits for victims it remembers. A
+// victim a finalizer keeps for ever then keeps its preemptor no longer.
+func WaitedFor(pod *corev1.Pod, now time.Time) bool {
+	return pod.DeletionTimestamp != nil && now.Before(pod.DeletionTimestamp.Add(claimTTL))
+}
+
 // Preempted records that victims are being evicted for p's members, which
 // are nominated on nodes: their room is kept on those nodes (ClaimsOn)
 // until they are placed, and no second round starts for p while a victim

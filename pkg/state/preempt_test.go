@@ -683,3 +683,32 @@ func TestInFlight(t *testing.T) {
 		t.Errorf("InFlight once done = %v, want nothing", got)
 	}
 }
+
+// TestWaitedFor: a victim is waited for until claimTTL past the end of
+// its grace period, then no more, whatever keeps it.
+func TestWaitedFor(t *testing.T) {
+	now := t0.Add(time.Hour)
+	deleted := func(at time.Time) *corev1.Pod {
+		p := single("v")
+		p.DeletionTimestamp = &metav1.Time{Time: at}
+		return p
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"not being deleted", single("v"), false},
+		{"in its grace period", deleted(now.Add(time.Minute)), true},
+		{"past its grace period, within claimTTL", deleted(now.Add(-claimTTL + time.Second)), true},
+		{"claimTTL past its grace period", deleted(now.Add(-claimTTL)), false},
+		{"kept for a day by a finalizer", deleted(now.Add(-24 * time.Hour)), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := WaitedFor(tt.pod, now); got != tt.want {
+				t.Errorf("WaitedFor = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
