@@ -87,6 +87,48 @@ func freeOf(capRes quota.Resources, capCards map[string]int64, usage map[string]
 	return f
 }
 
+// settled judges the cluster with the preemptions under way (inFlight):
+// it returns what is free, what nobody uses now nor is kept for one of
+// them, and changes usage in place to each queue's as it will be once they
+// are done. Shares are judged on the latter: a second gang of a queue sees
+// the room already being made for the first, and a queue being taken from
+// is not taken from again for pods it is already giving up. A victim's
+// room is not free while it terminates, even beyond what is kept for its
+// preemptor.
+func settled(capRes quota.Resources, capCards map[string]int64, usage map[string]state.Usage, inFlight map[string]state.InFlight) free {
+	f := freeOf(capRes, capCards, usage)
+	for q, c := range inFlight {
+		f.resources.Sub(c.Coming.Resources)
+		for m, n := range c.Coming.Cards {
+			f.cards[m] -= n
+		}
+		u, ok := usage[q]
+		if !ok {
+			continue
+		}
+		u.Allocated = u.Allocated.Clone()
+		u.Allocated.Sub(c.Leaving.Resources)
+		u.Allocated.Add(c.Coming.Resources)
+		cards := make(map[string]state.CardUsage, len(u.Cards))
+		for m, cu := range u.Cards {
+			cards[m] = cu
+		}
+		for m, n := range c.Leaving.Cards {
+			cu := cards[m]
+			cu.Allocated -= n
+			cards[m] = cu
+		}
+		for m, n := range c.Coming.Cards {
+			cu := cards[m]
+			cu.Allocated += n
+			cards[m] = cu
+		}
+		u.Cards = cards
+		usage[q] = u
+	}
+	return f
+}
+
 // below lists what the preemptor's queue is short of, cards first: the
 // resources and card models it asks for, is below its deserved share of,
 // and the cluster has too little of free. Reclaim is for them only; a

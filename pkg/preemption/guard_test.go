@@ -229,3 +229,44 @@ func TestAsksOf(t *testing.T) {
 		t.Errorf("a pod naming RTX asks for %v", a.models)
 	}
 }
+
+// TestSettled: shares are judged as they will be once the preemptions
+// under way are done, and what is free counts neither a victim's room,
+// while it terminates, nor the room kept for a preemptor.
+func TestSettled(t *testing.T) {
+	cards := func(n int64) state.Charge {
+		return state.Charge{Resources: quota.Resources{}, Cards: map[string]int64{h200: n}}
+	}
+	none := state.Charge{}
+	tests := []struct {
+		name     string
+		inFlight map[string]state.InFlight
+		// want are a's and b's H200 after, and the H200 free.
+		wantA, wantB, wantFree int64
+	}{
+		{"nothing under way", nil, 12, 2, 2},
+		{"a gives 4 to b", map[string]state.InFlight{"a": {Leaving: cards(4), Coming: none}, "b": {Leaving: none, Coming: cards(4)}}, 8, 6, -2},
+		{"a gang of 8 of a leaves for 4 of b: only what is kept is taken from free",
+			map[string]state.InFlight{"a": {Leaving: cards(8), Coming: none}, "b": {Leaving: none, Coming: cards(4)}}, 4, 6, -2},
+		{"a queue the state has no usage of", map[string]state.InFlight{"gone": {Leaving: none, Coming: cards(1)}}, 12, 2, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := cardsUsage(12, 8, true), cardsUsage(2, 8, true)
+			usage := map[string]state.Usage{"a": a, "b": b}
+			f := settled(quota.Resources{}, map[string]int64{h200: 16}, usage, tt.inFlight)
+			if got := usage["a"].Cards[h200].Allocated; got != tt.wantA {
+				t.Errorf("a's H200 after = %d, want %d", got, tt.wantA)
+			}
+			if got := usage["b"].Cards[h200].Allocated; got != tt.wantB {
+				t.Errorf("b's H200 after = %d, want %d", got, tt.wantB)
+			}
+			if f.cards[h200] != tt.wantFree {
+				t.Errorf("free H200 = %d, want %d", f.cards[h200], tt.wantFree)
+			}
+			if a.Cards[h200].Allocated != 12 {
+				t.Errorf("the usage given was changed: a's H200 %d", a.Cards[h200].Allocated)
+			}
+		})
+	}
+}

@@ -130,7 +130,6 @@ var unnominated = &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{Nomi
 // pods of the members' nominated nodes.
 func (p *Plugin) terminatingFor(pre state.Preemptor) string {
 	nodes := p.handle.SnapshotSharedLister().NodeInfos()
-	now := time.Now()
 	for _, m := range pre.Pods {
 		name := m.Status.NominatedNodeName
 		if name == "" {
@@ -142,7 +141,7 @@ func (p *Plugin) terminatingFor(pre state.Preemptor) string {
 		}
 		n := 0
 		for _, info := range ni.GetPods() {
-			if pod := info.GetPod(); evictedByScheduler(pod) && state.WaitedFor(pod, now) {
+			if pod := info.GetPod(); evictedByScheduler(pod) && p.state.WaitedFor(pod) {
 				n++
 			}
 		}
@@ -178,14 +177,11 @@ func (p *Plugin) giveUp(cs fwk.CycleState, msg string) *fwk.Status {
 }
 
 func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preemptor) (*fwk.PostFilterResult, *fwk.Status) {
-	usage := map[string]state.Usage{}
-	inFlight := p.state.InFlight()
-	for _, q := range p.state.Queues() {
-		usage[q] = withInFlight(p.state.Usage(q), inFlight[q])
-	}
+	usage, inFlight := p.state.Usages()
 	capRes, capCards := p.state.Capacity()
+	f := settled(capRes, capCards, usage, inFlight)
 	asked := asksOf(pre, usage[pre.Queue], p.state.IsCardResource)
-	short := below(usage[pre.Queue], asked, freeOf(capRes, capCards, usage))
+	short := below(usage[pre.Queue], asked, f)
 	from := reclaimFrom(pre, usage, short)
 	queues := []string{pre.Queue}
 	for q := range from {
@@ -220,19 +216,4 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 		return nil, fwk.NewStatus(fwk.Unschedulable, "no reclaim: "+res.refused)
 	}
 	return p.execute(ctx, pod, pre, res, short), fwk.NewStatus(fwk.Success)
-}
-
-// withInFlight is u as it will be once the preemptions under way are done
-// (State.InFlight): u is a copy, changed in place.
-func withInFlight(u state.Usage, f state.InFlight) state.Usage {
-	if f.Resources == nil && f.Cards == nil {
-		return u
-	}
-	u.Allocated.Add(f.Resources)
-	for m, n := range f.Cards {
-		c := u.Cards[m]
-		c.Allocated += n
-		u.Cards[m] = c
-	}
-	return u
 }

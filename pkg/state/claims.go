@@ -24,7 +24,9 @@ import (
 // pods may not take it while the member waits for its victims to go.
 type Claim struct {
 	// Key is the preemptor's (Preemptor.Key); its own pods may use the room.
-	Key     string
+	Key string
+	// Queue is the preemptor's queue when the room was made.
+	Queue   string
 	Pod     types.UID
 	Node    string
 	Request quota.Resources

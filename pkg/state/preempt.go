@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/quota"
@@ -152,25 +153,42 @@ func (s *State) PlacedIn(queues ...string) []PodView {
 // allocation once they are done: their victims' charges leave it, and the
 // room kept for its members not placed yet comes to it.
 type InFlight struct {
+	Leaving, Coming Charge
+}
+
+// Charge is resources and cards, by model.
+type Charge struct {
 	Resources quota.Resources
 	Cards     map[string]int64
 }
 
-// InFlight returns, per queue, how the preemptions under way will change
-// its allocation. Usage charges victims until they are gone (SPEC §3.7)
-// and members from when they are placed; reclaim decides on usage with
-// these changes applied, so that a second gang of a queue sees the room
-// already being made for the first, and a queue being taken from is not
-// taken from again for pods it is already giving up. It costs the victims
-// and kept room of the preemptions under way.
-func (s *State) InFlight() map[string]InFlight {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func newCharge() Charge { return Charge{Resources: quota.Resources{}, Cards: map[string]int64{}} }
+
+// Usages returns every queue's usage (Usage) and how the preemptions under
+// way will change it, read at one instant. Usage charges victims until they
+// are gone (SPEC §3.7) and members from when they are placed; reclaim
+// judges shares with both changes applied, so that a second gang of a
+// queue sees the room already being made for the first, and a queue being
+// taken from is not taken from again for pods it is already giving up. It
+// costs the queues, and the victims and kept room of the preemptions under
+// way.
+func (s *State) Usages() (map[string]Usage, map[string]InFlight) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refreshDeservedLocked()
+	usage := make(map[string]Usage, len(s.books.queues))
+	for name := range s.books.queues {
+		usage[name] = s.usageLocked(name, true)
+	}
+	return usage, s.inFlightLocked()
+}
+
+func (s *State) inFlightLocked() map[string]InFlight {
 	out := map[string]InFlight{}
 	of := func(q string) InFlight {
 		f, ok := out[q]
 		if !ok {
-			f = InFlight{Resources: quota.Resources{}, Cards: map[string]int64{}}
+			f = InFlight{Leaving: newCharge(), Coming: newCharge()}
 			out[q] = f
 		}
 		return f
@@ -182,22 +200,23 @@ func (s *State) InFlight() map[string]InFlight {
 				continue // not charged
 			}
 			f := of(e.Queue)
-			f.Resources.Sub(e.Request)
+			f.Leaving.Resources.Add(e.Request)
 			for m, n := range e.cards {
-				f.Cards[m] -= n
+				f.Leaving.Cards[m] += n
 			}
 		}
 		for uid, c := range pr.claims {
 			e := s.books.pods[uid]
-			if e == nil || e.placed() || e.Denied != nil {
-				continue // charged already, or never
+			n := s.books.nodes[c.Node]
+			if e == nil || e.placed() || e.Denied != nil || n == nil {
+				continue // charged already, or never; or no room left
 			}
-			f := of(e.Queue)
-			f.Resources.Add(c.Request)
-			if n := s.books.nodes[c.Node]; n != nil {
-				for m, k := range n.models.PodCards(e.pod) {
-					f.Cards[m] += k
-				}
+			// To the queue the room was made for, whatever the member's
+			// queue is now; charged as the member will be (Request).
+			f := of(c.Queue)
+			f.Coming.Resources.Add(e.Request)
+			for m, k := range n.models.PodCards(e.pod) {
+				f.Coming.Cards[m] += k
 			}
 		}
 	}
@@ -222,11 +241,18 @@ const (
 )
 
 // WaitedFor tells whether a pod being deleted is still waited for as a
-// victim: until claimTTL past the end of its grace period (its deletion
-// timestamp), as long as the state waits for victims it remembers. A
-// victim a finalizer keeps for ever then keeps its preemptor no longer.
-func WaitedFor(pod *corev1.Pod, now time.Time) bool {
-	return pod.DeletionTimestamp != nil && now.Before(pod.DeletionTimestamp.Add(claimTTL))
+// victim: as long as the state waits for the victims it remembers, its
+// grace period (at most maxGrace) from when it was deleted and claimTTL
+// more. A victim a finalizer keeps for ever then keeps its preemptor no
+// longer.
+func (s *State) WaitedFor(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp == nil {
+		return false
+	}
+	// The deletion timestamp is when the grace period given ends.
+	grace := time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second
+	deleted := pod.DeletionTimestamp.Add(-grace)
+	return s.clock.Now().Before(deleted.Add(min(max(grace, 0), maxGrace) + claimTTL))
 }
 
 // Preempted records that victims are being evicted for p's members, which
@@ -255,7 +281,7 @@ func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev
 	for pod, node := range nominated {
 		pr.members = append(pr.members, pod)
 		if s.books.pods[pod.UID] != nil {
-			pr.claims[pod.UID] = Claim{Key: p.Key, Pod: pod.UID, Node: node, Request: quota.PodRequests(pod)}
+			pr.claims[pod.UID] = Claim{Key: p.Key, Queue: p.Queue, Pod: pod.UID, Node: node, Request: quota.PodRequests(pod)}
 		}
 	}
 	s.preemptions.start(pr)

@@ -645,8 +645,8 @@ func TestInFlight(t *testing.T) {
 	g0, g1 := member("g", 0), member("g", 1)
 	s.OnPod(g0)
 	s.OnPod(g1)
-	if got := s.InFlight(); len(got) != 0 {
-		t.Fatalf("InFlight with no preemption under way = %v", got)
+	if _, got := s.Usages(); len(got) != 0 {
+		t.Fatalf("in flight with no preemption under way: %v", got)
 	}
 	pre, reason, _ := s.PreemptorOf(g0)
 	if reason != "" {
@@ -655,42 +655,59 @@ func TestInFlight(t *testing.T) {
 	s.Preempted(pre, []types.UID{"a-0", "a-1"}, map[*corev1.Pod]string{g0: "n", g1: "n"})
 	s.Flush(&fake.Framework{})
 
-	want := func(step string, a, q int64) {
+	want := func(step string, leaving, coming int64) {
 		t.Helper()
-		got := s.InFlight()
-		if got["a"].Cards[h200] != a || got["q"].Cards[h200] != q {
-			t.Errorf("%s: InFlight H200 a %d, q %d; want %d, %d", step, got["a"].Cards[h200], got["q"].Cards[h200], a, q)
+		usage, got := s.Usages()
+		if usage["a"].Cards[h200].Allocated != leaving {
+			t.Errorf("%s: a charged %d H200, want %d: its victims until they are gone", step, usage["a"].Cards[h200].Allocated, leaving)
 		}
-		if cpu := got["a"].Resources[corev1.ResourceCPU]; cpu != a*1000 {
-			t.Errorf("%s: InFlight cpu of a %d, want %d", step, cpu, a*1000)
+		if l, c := got["a"].Leaving.Cards[h200], got["q"].Coming.Cards[h200]; l != leaving || c != coming {
+			t.Errorf("%s: H200 leaving a %d, coming to q %d; want %d, %d", step, l, c, leaving, coming)
+		}
+		if cpu := got["a"].Leaving.Resources[corev1.ResourceCPU]; cpu != leaving*1000 {
+			t.Errorf("%s: cpu leaving a %d, want %d", step, cpu, leaving*1000)
 		}
 	}
-	want("evicting", -2, 2)
+	want("evicting", 2, 2)
+	for _, v := range victims {
+		v = v.DeepCopy()
+		v.DeletionTimestamp = &metav1.Time{Time: t0}
+		s.OnPod(v)
+	}
+	want("terminating", 2, 2)
 	s.OnPodDeleted(victims[0])
 	s.Flush(&fake.Framework{})
-	want("one victim gone", -1, 2)
+	want("one victim gone", 1, 2)
 	s.OnPodDeleted(victims[1])
 	s.Flush(&fake.Framework{})
-	want("both gone", 0, 2)
+	usage, got := s.Usages()
+	if usage["a"].Cards[h200].Allocated != 0 || got["a"].Leaving.Cards[h200] != 0 || got["q"].Coming.Cards[h200] != 2 {
+		t.Errorf("both victims gone: a charged %d, leaving %d; coming to q %d; want 0, 0, 2",
+			usage["a"].Cards[h200].Allocated, got["a"].Leaving.Cards[h200], got["q"].Coming.Cards[h200])
+	}
 	if st := s.Reserve(g0, "n"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	want("a member placed", 0, 1)
+	if _, got := s.Usages(); got["q"].Coming.Cards[h200] != 1 {
+		t.Errorf("a member placed: coming to q %d, want 1", got["q"].Coming.Cards[h200])
+	}
 	if st := s.Reserve(g1, "n"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	if got := s.InFlight(); len(got) != 0 {
-		t.Errorf("InFlight once done = %v, want nothing", got)
+	if usage, got := s.Usages(); len(got) != 0 || usage["q"].Cards[h200].Allocated != 2 {
+		t.Errorf("once done: in flight %v, q charged %d; want nothing, 2", got, usage["q"].Cards[h200].Allocated)
 	}
 }
 
 // TestWaitedFor: a victim is waited for until claimTTL past the end of
-// its grace period, then no more, whatever keeps it.
+// its grace period, at most maxGrace, then no more, whatever keeps it.
 func TestWaitedFor(t *testing.T) {
-	now := t0.Add(time.Hour)
-	deleted := func(at time.Time) *corev1.Pod {
+	s, clk := newTestState()
+	now := clk.Now()
+	deleted := func(at time.Time, grace time.Duration) *corev1.Pod {
 		p := single("v")
-		p.DeletionTimestamp = &metav1.Time{Time: at}
+		p.DeletionTimestamp = &metav1.Time{Time: at.Add(grace)}
+		p.DeletionGracePeriodSeconds = ptr.To(int64(grace / time.Second))
 		return p
 	}
 	tests := []struct {
@@ -699,14 +716,16 @@ func TestWaitedFor(t *testing.T) {
 		want bool
 	}{
 		{"not being deleted", single("v"), false},
-		{"in its grace period", deleted(now.Add(time.Minute)), true},
-		{"past its grace period, within claimTTL", deleted(now.Add(-claimTTL + time.Second)), true},
-		{"claimTTL past its grace period", deleted(now.Add(-claimTTL)), false},
-		{"kept for a day by a finalizer", deleted(now.Add(-24 * time.Hour)), false},
+		{"in its grace period", deleted(now.Add(-time.Minute), 2*time.Minute), true},
+		{"past its grace period, within claimTTL", deleted(now.Add(-claimTTL+time.Second), 0), true},
+		{"claimTTL past its grace period", deleted(now.Add(-claimTTL-30*time.Second), 30*time.Second), false},
+		{"kept for a day by a finalizer", deleted(now.Add(-24*time.Hour), 30*time.Second), false},
+		{"a grace period of a year, waited for at most maxGrace", deleted(now.Add(-maxGrace-claimTTL), 365*24*time.Hour), false},
+		{"a grace period of a year, within maxGrace", deleted(now.Add(-maxGrace), 365*24*time.Hour), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := WaitedFor(tt.pod, now); got != tt.want {
+			if got := s.WaitedFor(tt.pod); got != tt.want {
 				t.Errorf("WaitedFor = %v, want %v", got, tt.want)
 			}
 		})

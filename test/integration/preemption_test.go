@@ -583,9 +583,12 @@ func TestGangsReclaimingTogetherStopAtTheirShare(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%d of queue together-a's pods evicted, want 8", len(terminating()))
 	}
-	// The victims terminate for as long as the test lets them: every gang
-	// of b has had its chance to reclaim meanwhile.
-	holdFor(t, 15*time.Second, func() error {
+	// The victims terminate for as long as the test lets them. The third
+	// gang tries to reclaim meanwhile, and finds nothing it may take.
+	waitEvent(t, nsB, "refused reclaim for the third gang", func(e eventsv1.Event) bool {
+		return e.Reason == "FailedScheduling" && strings.Contains(e.Note, "may evict")
+	})
+	holdFor(t, 10*time.Second, func() error {
 		if n := len(terminating()); n != 8 {
 			return fmt.Errorf("%d of queue together-a's pods evicted while the first victims terminate, want 8: b's share", n)
 		}
