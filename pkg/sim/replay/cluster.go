@@ -240,6 +240,10 @@ func (c *cluster) completeLocked(ps *podState, now time.Time) {
 	ps.job.succeeded++
 	c.progress = now
 	c.kubelet.do(action{kind: markSucceeded, pod: podRef{namespace: ps.namespace, name: ps.name, uid: ps.uid}})
+	if obj := ps.job.obj; obj != nil {
+		c.kubelet.do(action{kind: jobSucceeded, job: types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name},
+			succeeded: int32(ps.job.succeeded)})
+	}
 	c.updateJobLocked(ps.job, now)
 }
 

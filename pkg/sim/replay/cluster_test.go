@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"cardinal.dev/cardinal/pkg/sim/trace"
 )
@@ -152,4 +154,40 @@ func TestJobDoneWhenEveryPodSucceeded(t *testing.T) {
 	assert.InDelta(t, 100, tc.traceSeconds(j.done), 1e-6)
 	done, _ := tc.finished()
 	assert.True(t, done)
+}
+
+// TestSucceededCountedInTheJob: each pod that succeeds is counted in its
+// Job's status, as the Job controller counts it, and a count that lands
+// late never lowers it.
+func TestSucceededCountedInTheJob(t *testing.T) {
+	tc := newTestCluster(10)
+	tc.job("g", "a", 3, 2, 100*time.Second)
+	j := tc.state("g", "a")
+	j.obj = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "q-a", Name: "g"}}
+	tc.onPod(pod("g", "a", 0, "n1"))
+	tc.onPod(pod("g", "a", 1, "n1"))
+	tc.after(10 * time.Second)
+	for _, ps := range j.live {
+		tc.fire(ps.uid, ps.gen)
+	}
+	var counts []int32
+	for _, a := range tc.kubelet.queue {
+		if a.kind == jobSucceeded {
+			assert.Equal(t, types.NamespacedName{Namespace: "q-a", Name: "g"}, a.job)
+			counts = append(counts, a.succeeded)
+		}
+	}
+	assert.ElementsMatch(t, []int32{1, 2}, counts)
+
+	client := kubefake.NewSimpleClientset(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "q-a", Name: "g"}})
+	k := newKubelet(client)
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: "q-a", Name: "g"}
+	for _, n := range []int32{2, 1} {
+		assert.NoError(t, k.write(ctx, action{kind: jobSucceeded, job: key, succeeded: n}))
+	}
+	got, err := client.BatchV1().Jobs("q-a").Get(ctx, "g", metav1.GetOptions{})
+	assert.NoError(t, err)
+	assert.Equal(t, int32(2), got.Status.Succeeded)
+	assert.NoError(t, k.write(ctx, action{kind: jobSucceeded, job: types.NamespacedName{Namespace: "q-a", Name: "gone"}, succeeded: 1}))
 }

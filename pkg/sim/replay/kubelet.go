@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	clientretry "k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
@@ -30,6 +31,11 @@ const (
 	kill
 	// create makes a pod of a job: at submit, or replacing one stopped.
 	create
+	// jobSucceeded counts a job's pods succeeded in its Job's status, as
+	// the Job controller does: the grouper reads the completions a Job has
+	// left from it, and lowers its gang's min to them (SPEC §7), so the
+	// last pods of an elastic gang do not wait for peers that are done.
+	jobSucceeded
 )
 
 // kubeletWorkers is how many writes run at once: enough that a gang's pods
@@ -50,6 +56,9 @@ type action struct {
 	pod  podRef
 	// obj is the pod to create.
 	obj *corev1.Pod
+	// job and succeeded are the Job, and its pods succeeded, for jobSucceeded.
+	job       types.NamespacedName
+	succeeded int32
 }
 
 // kubelet is the simulated kubelet of every node: a queue of writes that
@@ -152,6 +161,8 @@ func (k *kubelet) write(ctx context.Context, a action) error {
 		return ignoreGone(patch(map[string]any{"phase": corev1.PodRunning, "startTime": metav1.Now()}))
 	case markSucceeded:
 		return ignoreGone(patch(map[string]any{"phase": corev1.PodSucceeded}))
+	case jobSucceeded:
+		return k.countSucceeded(ctx, a.job, a.succeeded)
 	case create:
 		return retry(ctx, func() error {
 			_, err := k.client.CoreV1().Pods(a.obj.Namespace).Create(ctx, a.obj, metav1.CreateOptions{})
@@ -163,6 +174,23 @@ func (k *kubelet) write(ctx context.Context, a action) error {
 	}
 	return ignoreGone(retry(ctx, func() error {
 		return pods.Delete(ctx, a.pod.name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &a.pod.uid}})
+	}))
+}
+
+// countSucceeded raises a Job's status.succeeded to n: never lowers it, as
+// writes made at once may land in any order.
+func (k *kubelet) countSucceeded(ctx context.Context, job types.NamespacedName, n int32) error {
+	jobs := k.client.BatchV1().Jobs(job.Namespace)
+	return ignoreGone(retry(ctx, func() error {
+		return clientretry.RetryOnConflict(clientretry.DefaultRetry, func() error {
+			j, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
+			if err != nil || j.Status.Succeeded >= n {
+				return err
+			}
+			j.Status.Succeeded = n
+			_, err = jobs.UpdateStatus(ctx, j, metav1.UpdateOptions{})
+			return err
+		})
 	}))
 }
 
