@@ -294,9 +294,13 @@ func (c *cluster) addNodes(ctx context.Context, kube kubernetes.Interface, g tra
 	return nil
 }
 
+// submitters is how many clients create the jobs at once, as many users
+// submit at once: a job's objects are made one after another, so a burst
+// of gangs needs many clients to be made on time.
+const submitters = 16
+
 // arrive submits each job at its time: the Job, and for scheduler-plugins
-// its PodGroup first. Jobs due together are created by a few clients at
-// once, as many users submit at once.
+// its PodGroup first, by submitters clients.
 func (c *cluster) arrive(ctx context.Context, opts Options, shapes map[string]podShape, contender string) error {
 	kube := c.kubelet.client
 	var pgs pgclient.Interface
@@ -306,8 +310,8 @@ func (c *cluster) arrive(ctx context.Context, opts Options, shapes map[string]po
 	jobs := slices.Clone(opts.Jobs)
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Submit.Duration < jobs[b].Submit.Duration })
 	work := make(chan trace.Job)
-	errs := make(chan error, 4)
-	for range 4 {
+	errs := make(chan error, submitters)
+	for range submitters {
 		go func() {
 			var first error
 			for j := range work {
@@ -345,7 +349,7 @@ func (c *cluster) arrive(ctx context.Context, opts Options, shapes map[string]po
 	}
 	close(work)
 	var first error
-	for range 4 {
+	for range submitters {
 		if err := <-errs; err != nil && first == nil {
 			first = err
 		}
