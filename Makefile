@@ -21,7 +21,7 @@ TOOL_PKG_etcd            := go.etcd.io/etcd/server/v3
 # run kube-controller-manager's Deployment and ReplicaSet controllers.
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/cardinal-scheduler $(BIN)/kubectl-cardinal
 
-.PHONY: all build demo test verify unit integration integration-versions sim sim-short generate verify-generate bench fuzz soak soak-report tools clean
+.PHONY: all build demo test verify unit integration integration-versions sim sim-short outcomes generate verify-generate bench fuzz soak soak-report tools clean
 
 all: build
 
@@ -115,6 +115,19 @@ SIM_K ?= 5
 sim: $(CONTROL_PLANE) $(BIN)/cardinal-sim $(BIN)/scheduler-plugins-scheduler
 	$(BIN)/cardinal-sim run --trace examples/sim/contended.yaml --expect examples/sim/contended-expect.yaml \
 		--schedulers cardinal,default,scheduler-plugins --compress $(SIM_K) --out $(SIM_OUT)
+
+## outcomes: docs/outcomes.md, cardinal-sim on Alibaba's openb-2023 GPU trace against all three schedulers
+##           (about 2 hours); OPENB names the trace's csv directory (github.com/alibaba/clusterdata,
+##           cluster-trace-gpu-v2023)
+OPENB ?= openb-2023
+OUTCOMES_K ?= 5
+outcomes: $(CONTROL_PLANE) $(BIN)/cardinal-sim $(BIN)/scheduler-plugins-scheduler
+	rm -rf docs/outcomes && mkdir -p docs/outcomes
+	$(BIN)/cardinal-sim convert --from openb2023 $(OPENB)/openb_node_list_gpu_node.csv \
+		$(OPENB)/openb_pod_list_gpuspec33.csv --min-duration 5m --max-duration 1h > docs/outcomes/trace.yaml
+	$(BIN)/cardinal-sim run --trace docs/outcomes/trace.yaml --schedulers cardinal,default,scheduler-plugins \
+		--compress $(OUTCOMES_K) --out docs/outcomes
+	hack/outcomes.sh docs/outcomes docs/outcomes.md
 
 # The short version `make test` runs: the same trace, twice as compressed,
 # Cardinal alone, held to what must never happen at any load (a partial
