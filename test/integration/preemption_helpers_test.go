@@ -74,6 +74,22 @@ func waitVictimEvent(t *testing.T, ns, prefix, reason, want string) {
 	})
 }
 
+// wholeGangs counts the gangs of names that run all their size pods, from
+// boundPerGang's count; a gang running some but not all is an error.
+func wholeGangs(per map[string]int, size int, names ...string) (int, error) {
+	whole := 0
+	for _, g := range names {
+		switch per[g] {
+		case size:
+			whole++
+		case 0:
+		default:
+			return 0, fmt.Errorf("gang %s runs %d of its %d pods", g, per[g], size)
+		}
+	}
+	return whole, nil
+}
+
 // countEvents counts events in ns with reason.
 func countEvents(t *testing.T, ns, reason string) int {
 	t.Helper()

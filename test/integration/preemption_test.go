@@ -470,16 +470,9 @@ func TestReclaimTakesOneOfTheGangsSharingNodes(t *testing.T) {
 	createPods(t, a...)
 	waitBound(t, nsA, gangsBound(map[string]int{"a": 8}))
 	holdFor(t, holdWindow, func() error {
-		per := boundPerGang(t, nsB)
-		whole := 0
-		for _, g := range []string{"b0", "b1", "b2"} {
-			switch per[g] {
-			case 4:
-				whole++
-			case 0:
-			default:
-				return fmt.Errorf("gang %s of queue share-b runs %d of its 4 pods", g, per[g])
-			}
+		whole, err := wholeGangs(boundPerGang(t, nsB), 4, "b0", "b1", "b2")
+		if err != nil {
+			return fmt.Errorf("queue share-b: %w", err)
 		}
 		if whole != 2 {
 			return fmt.Errorf("queue share-b runs %d whole gangs, want 2: one reclaimed for a's 8 cards", whole)
@@ -607,16 +600,9 @@ func TestGangsReclaimingTogetherStopAtTheirShare(t *testing.T) {
 		t.Fatalf("queue together-b runs %v, want two whole gangs", boundPerGang(t, nsB))
 	}
 	holdFor(t, holdWindow, func() error {
-		per := boundPerGang(t, nsB)
-		whole := 0
-		for _, g := range []string{"b0", "b1", "b2"} {
-			switch per[g] {
-			case 4:
-				whole++
-			case 0:
-			default:
-				return fmt.Errorf("gang %s of queue together-b runs %d of its 4 pods", g, per[g])
-			}
+		whole, err := wholeGangs(boundPerGang(t, nsB), 4, "b0", "b1", "b2")
+		if err != nil {
+			return fmt.Errorf("queue together-b: %w", err)
 		}
 		if whole != 2 {
 			return fmt.Errorf("queue together-b runs %d whole gangs, want 2: its deserved 8 cards", whole)
