@@ -12,8 +12,8 @@ rel=$(realpath --relative-to="$(dirname "$page")" "$dir")
 	sed -n '1p' "$dir/report.md"
 	echo
 	echo "Written by \`make outcomes\` (cardinal-sim, at commit ${COMMIT:-$(git rev-parse --short HEAD)}) from Alibaba's openb-2023 trace: what Cardinal, kube-scheduler's default profile and scheduler-plugins do with the same cluster and the same work. The charts and summary.json are in [$rel]($rel)."
-	sed '1d' "$dir/report.md" | sed -E "s#\]\(([^):/]+)\)#](${rel}/\1)#g" |
-		grep -v -e "(${rel}/timeline.csv)" -e "(${rel}/jobs.csv)"
+	sed -E -e '1d' -e '/\]\((timeline|jobs)\.csv\)/d' -e '/draws it again from them/d' \
+		-e "s#\]\(([^):/]+)\)#](${rel}/\1)#g" "$dir/report.md"
 } > "$page"
 rm -f "$dir/report.md" "$dir/timeline.csv" "$dir/jobs.csv" "$dir/trace.yaml"
 echo "wrote $page"

@@ -89,17 +89,17 @@ func freeOf(capRes quota.Resources, capCards map[string]int64, usage map[string]
 
 // settled judges the cluster with the preemptions under way (inFlight):
 // it returns what is free, what nobody uses now nor is kept for one of
-// them, and changes usage in place to each queue's as it will be once they
-// are done. Shares are judged on the latter: a second gang of a queue sees
-// the room already being made for the first, and a queue being taken from
-// is not taken from again for pods it is already giving up. A victim's
-// room is not free while it terminates, even beyond what is kept for its
-// preemptor.
+// them beyond its victims' room (which usage still charges), and changes
+// usage in place to each queue's as it will be once they are done. Shares
+// are judged on the latter: a second gang of a queue sees the room already
+// being made for the first, and a queue being taken from is not taken from
+// again for pods it is already giving up. A victim's room is not free
+// while it terminates, even where more was evicted than is kept.
 func settled(capRes quota.Resources, capCards map[string]int64, usage map[string]state.Usage, inFlight map[string]state.InFlight) free {
 	f := freeOf(capRes, capCards, usage)
 	for q, c := range inFlight {
-		f.resources.Sub(c.Coming.Resources)
-		for m, n := range c.Coming.Cards {
+		f.resources.Sub(c.Beyond.Resources)
+		for m, n := range c.Beyond.Cards {
 			f.cards[m] -= n
 		}
 		u, ok := usage[q]

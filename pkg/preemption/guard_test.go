@@ -237,7 +237,6 @@ func TestSettled(t *testing.T) {
 	cards := func(n int64) state.Charge {
 		return state.Charge{Resources: quota.Resources{}, Cards: map[string]int64{h200: n}}
 	}
-	none := state.Charge{}
 	tests := []struct {
 		name     string
 		inFlight map[string]state.InFlight
@@ -245,10 +244,11 @@ func TestSettled(t *testing.T) {
 		wantA, wantB, wantFree int64
 	}{
 		{"nothing under way", nil, 12, 2, 2},
-		{"a gives 4 to b", map[string]state.InFlight{"a": {Leaving: cards(4), Coming: none}, "b": {Leaving: none, Coming: cards(4)}}, 8, 6, -2},
-		{"a gang of 8 of a leaves for 4 of b: only what is kept is taken from free",
-			map[string]state.InFlight{"a": {Leaving: cards(8), Coming: none}, "b": {Leaving: none, Coming: cards(4)}}, 4, 6, -2},
-		{"a queue the state has no usage of", map[string]state.InFlight{"gone": {Leaving: none, Coming: cards(1)}}, 12, 2, 1},
+		{"a gives 4 to b, on its victims' room", map[string]state.InFlight{"a": {Leaving: cards(4)}, "b": {Coming: cards(4)}}, 8, 6, 2},
+		{"a gang of 8 of a leaves for 4 of b: the other 4 are not free while it terminates",
+			map[string]state.InFlight{"a": {Leaving: cards(8)}, "b": {Coming: cards(4)}}, 4, 6, 2},
+		{"the victims gone, their room kept for b", map[string]state.InFlight{"b": {Coming: cards(4), Beyond: cards(4)}}, 12, 6, -2},
+		{"a queue the state has no usage of", map[string]state.InFlight{"gone": {Coming: cards(1), Beyond: cards(1)}}, 12, 2, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,7 +18,7 @@
 // fits; nothing is evicted when it does not fit, or when a reclaim would
 // take the reclaiming queue above its share or a victim queue below its
 // own. Shares are judged as they will be once the preemptions under way
-// are done (State.InFlight), so gangs reclaiming together stop at their
+// are done (State.Usages), so gangs reclaiming together stop at their
 // queue's share. Evictions (evict.go) set DisruptionTarget and say why; the members
 // are nominated where the room was made, the room is kept for them, and no
 // second round starts while the victims terminate.

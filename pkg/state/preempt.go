@@ -154,6 +154,11 @@ func (s *State) PlacedIn(queues ...string) []PodView {
 // room kept for its members not placed yet comes to it.
 type InFlight struct {
 	Leaving, Coming Charge
+	// Beyond is the part of the room kept for this queue's preemptors that
+	// is not their victims' (yet charged) room: room that was free, or
+	// whose victims are gone. It is what the kept room takes from what is
+	// free now.
+	Beyond Charge
 }
 
 // Charge is resources and cards, by model.
@@ -188,23 +193,23 @@ func (s *State) inFlightLocked() map[string]InFlight {
 	of := func(q string) InFlight {
 		f, ok := out[q]
 		if !ok {
-			f = InFlight{Leaving: newCharge(), Coming: newCharge()}
+			f = InFlight{Leaving: newCharge(), Coming: newCharge(), Beyond: newCharge()}
 			out[q] = f
 		}
 		return f
 	}
 	for _, pr := range s.preemptions.underWay {
+		leaving, coming := newCharge(), newCharge()
 		for uid := range pr.victims {
 			e := s.books.pods[uid]
 			if e == nil || !e.placed() || e.Denied != nil {
 				continue // not charged
 			}
 			f := of(e.Queue)
-			f.Leaving.Resources.Add(e.Request)
-			for m, n := range e.cards {
-				f.Leaving.Cards[m] += n
-			}
+			f.Leaving.add(e.Request, e.cards)
+			leaving.add(e.Request, e.cards)
 		}
+		queue := ""
 		for uid, c := range pr.claims {
 			e := s.books.pods[uid]
 			n := s.books.nodes[c.Node]
@@ -213,14 +218,35 @@ func (s *State) inFlightLocked() map[string]InFlight {
 			}
 			// To the queue the room was made for, whatever the member's
 			// queue is now; charged as the member will be (Request).
-			f := of(c.Queue)
-			f.Coming.Resources.Add(e.Request)
-			for m, k := range n.models.PodCards(e.pod) {
-				f.Coming.Cards[m] += k
+			queue = c.Queue
+			cards := n.models.PodCards(e.pod)
+			of(queue).Coming.add(e.Request, cards)
+			coming.add(e.Request, cards)
+		}
+		if queue == "" {
+			continue
+		}
+		beyond := of(queue).Beyond
+		for r, v := range coming.Resources {
+			if d := v - leaving.Resources[r]; d > 0 {
+				beyond.Resources[r] += d
+			}
+		}
+		for m, v := range coming.Cards {
+			if d := v - leaving.Cards[m]; d > 0 {
+				beyond.Cards[m] += d
 			}
 		}
 	}
 	return out
+}
+
+// add adds resources and cards to c.
+func (c Charge) add(r quota.Resources, cards map[string]int64) {
+	c.Resources.Add(r)
+	for m, n := range cards {
+		c.Cards[m] += n
+	}
 }
 
 // Queues lists every queue the state knows, existing or not.

@@ -658,6 +658,9 @@ func TestInFlight(t *testing.T) {
 	want := func(step string, leaving, coming int64) {
 		t.Helper()
 		usage, got := s.Usages()
+		if beyond := got["q"].Beyond.Cards[h200]; beyond != max(coming-leaving, 0) {
+			t.Errorf("%s: kept beyond the victims' room %d, want %d", step, beyond, max(coming-leaving, 0))
+		}
 		if usage["a"].Cards[h200].Allocated != leaving {
 			t.Errorf("%s: a charged %d H200, want %d: its victims until they are gone", step, usage["a"].Cards[h200].Allocated, leaving)
 		}
@@ -681,9 +684,9 @@ func TestInFlight(t *testing.T) {
 	s.OnPodDeleted(victims[1])
 	s.Flush(&fake.Framework{})
 	usage, got := s.Usages()
-	if usage["a"].Cards[h200].Allocated != 0 || got["a"].Leaving.Cards[h200] != 0 || got["q"].Coming.Cards[h200] != 2 {
-		t.Errorf("both victims gone: a charged %d, leaving %d; coming to q %d; want 0, 0, 2",
-			usage["a"].Cards[h200].Allocated, got["a"].Leaving.Cards[h200], got["q"].Coming.Cards[h200])
+	if usage["a"].Cards[h200].Allocated != 0 || got["a"].Leaving.Cards[h200] != 0 || got["q"].Coming.Cards[h200] != 2 || got["q"].Beyond.Cards[h200] != 2 {
+		t.Errorf("both victims gone: a charged %d, leaving %d; coming to q %d, beyond the victims' room %d; want 0, 0, 2, 2",
+			usage["a"].Cards[h200].Allocated, got["a"].Leaving.Cards[h200], got["q"].Coming.Cards[h200], got["q"].Beyond.Cards[h200])
 	}
 	if st := s.Reserve(g0, "n"); !st.IsSuccess() {
 		t.Fatal(st)

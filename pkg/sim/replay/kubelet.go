@@ -72,12 +72,16 @@ type kubelet struct {
 	// finishing keeps one finish per pod at a time: the informer reports a
 	// terminating pod more than once.
 	finishing map[types.UID]bool
+	// succeeded are the counts of jobSucceeded writes queued, by Job: one
+	// write per Job is queued at a time, and writes the newest count.
+	succeeded map[types.NamespacedName]int32
 	// errors counts writes that failed for good.
 	errors int
 }
 
 func newKubelet(client kubernetes.Interface) *kubelet {
-	return &kubelet{client: client, ready: make(chan struct{}, 1), finishing: map[types.UID]bool{}}
+	return &kubelet{client: client, ready: make(chan struct{}, 1), finishing: map[types.UID]bool{},
+		succeeded: map[types.NamespacedName]int32{}}
 }
 
 // do queues a write.
@@ -89,6 +93,14 @@ func (k *kubelet) do(a action) {
 			return
 		}
 		k.finishing[a.pod.uid] = true
+	}
+	if a.kind == jobSucceeded {
+		_, queued := k.succeeded[a.job]
+		k.succeeded[a.job] = max(k.succeeded[a.job], a.succeeded)
+		if queued {
+			k.mu.Unlock()
+			return
+		}
 	}
 	k.queue = append(k.queue, a)
 	k.mu.Unlock()
@@ -162,7 +174,14 @@ func (k *kubelet) write(ctx context.Context, a action) error {
 	case markSucceeded:
 		return ignoreGone(patch(map[string]any{"phase": corev1.PodSucceeded}))
 	case jobSucceeded:
-		return k.countSucceeded(ctx, a.job, a.succeeded)
+		k.mu.Lock()
+		n, ok := k.succeeded[a.job]
+		delete(k.succeeded, a.job)
+		k.mu.Unlock()
+		if !ok {
+			n = a.succeeded
+		}
+		return k.countSucceeded(ctx, a.job, n)
 	case create:
 		return retry(ctx, func() error {
 			_, err := k.client.CoreV1().Pods(a.obj.Namespace).Create(ctx, a.obj, metav1.CreateOptions{})
@@ -178,10 +197,11 @@ func (k *kubelet) write(ctx context.Context, a action) error {
 }
 
 // countSucceeded raises a Job's status.succeeded to n: never lowers it, as
-// writes made at once may land in any order.
+// a second write for the Job, queued while the first was made, may land
+// first.
 func (k *kubelet) countSucceeded(ctx context.Context, job types.NamespacedName, n int32) error {
 	jobs := k.client.BatchV1().Jobs(job.Namespace)
-	return ignoreGone(retry(ctx, func() error {
+	err := retry(ctx, func() error {
 		return clientretry.RetryOnConflict(clientretry.DefaultRetry, func() error {
 			j, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
 			if err != nil || j.Status.Succeeded >= n {
@@ -191,7 +211,11 @@ func (k *kubelet) countSucceeded(ctx context.Context, job types.NamespacedName, 
 			_, err = jobs.UpdateStatus(ctx, j, metav1.UpdateOptions{})
 			return err
 		})
-	}))
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 func ignoreGone(err error) error {
