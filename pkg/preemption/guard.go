@@ -94,8 +94,13 @@ func freeOf(capRes quota.Resources, capCards map[string]int64, usage map[string]
 // are judged on the latter: a second gang of a queue sees the room already
 // being made for the first, and a queue being taken from is not taken from
 // again for pods it is already giving up. A victim's room is not free
-// while it terminates, even where more was evicted than is kept.
-func settled(capRes quota.Resources, capCards map[string]int64, usage map[string]state.Usage, inFlight map[string]state.InFlight) free {
+// while it terminates, even where more was evicted than is kept. The
+// preemptor's own queue (own) keeps being charged for its pods leaving:
+// they still hold their cards, and a queue whose pods take long to go
+// must not reclaim more meanwhile (a pod of its own evicted for a small
+// one, or its reclaimed pods ignoring SIGTERM for a day, would let it hold
+// twice its share). Each judgement errs towards evicting less.
+func settled(own string, capRes quota.Resources, capCards map[string]int64, usage map[string]state.Usage, inFlight map[string]state.InFlight) free {
 	f := freeOf(capRes, capCards, usage)
 	for q, c := range inFlight {
 		f.resources.Sub(c.Beyond.Resources)
@@ -105,6 +110,9 @@ func settled(capRes quota.Resources, capCards map[string]int64, usage map[string
 		u, ok := usage[q]
 		if !ok {
 			continue
+		}
+		if q == own {
+			c.Leaving = state.Charge{}
 		}
 		u.Allocated = u.Allocated.Clone()
 		u.Allocated.Sub(c.Leaving.Resources)

@@ -248,13 +248,15 @@ func TestSettled(t *testing.T) {
 		{"a gang of 8 of a leaves for 4 of b: the other 4 are not free while it terminates",
 			map[string]state.InFlight{"a": {Leaving: cards(8)}, "b": {Coming: cards(4)}}, 4, 6, 2},
 		{"the victims gone, their room kept for b", map[string]state.InFlight{"b": {Coming: cards(4), Beyond: cards(4)}}, 12, 6, -2},
+		{"b's own pods leaving still count for b, not for a queue it would take from",
+			map[string]state.InFlight{"a": {Leaving: cards(4)}, "b": {Leaving: cards(2), Coming: cards(1)}}, 8, 3, 2},
 		{"a queue the state has no usage of", map[string]state.InFlight{"gone": {Coming: cards(1), Beyond: cards(1)}}, 12, 2, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := cardsUsage(12, 8, true), cardsUsage(2, 8, true)
 			usage := map[string]state.Usage{"a": a, "b": b}
-			f := settled(quota.Resources{}, map[string]int64{h200: 16}, usage, tt.inFlight)
+			f := settled("b", quota.Resources{}, map[string]int64{h200: 16}, usage, tt.inFlight)
 			if got := usage["a"].Cards[h200].Allocated; got != tt.wantA {
 				t.Errorf("a's H200 after = %d, want %d", got, tt.wantA)
 			}

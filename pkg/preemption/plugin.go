@@ -179,7 +179,7 @@ func (p *Plugin) giveUp(cs fwk.CycleState, msg string) *fwk.Status {
 func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preemptor) (*fwk.PostFilterResult, *fwk.Status) {
 	usage, inFlight := p.state.Usages()
 	capRes, capCards := p.state.Capacity()
-	f := settled(capRes, capCards, usage, inFlight)
+	f := settled(pre.Queue, capRes, capCards, usage, inFlight)
 	asked := asksOf(pre, usage[pre.Queue], p.state.IsCardResource)
 	short := below(usage[pre.Queue], asked, f)
 	from := reclaimFrom(pre, usage, short)

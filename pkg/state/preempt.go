@@ -213,11 +213,12 @@ func (s *State) inFlightLocked() map[string]InFlight {
 		for uid, c := range pr.claims {
 			e := s.books.pods[uid]
 			n := s.books.nodes[c.Node]
-			if e == nil || e.placed() || e.Denied != nil || n == nil {
-				continue // charged already, or never; or no room left
+			if e == nil || e.placed() || n == nil {
+				continue // charged already; or no room left
 			}
 			// To the queue the room was made for, whatever the member's
-			// queue is now; charged as the member will be (Request).
+			// queue is now, even one it is denied (the room is kept for
+			// it all the same); charged as the member will be (Request).
 			queue = c.Queue
 			cards := n.models.PodCards(e.pod)
 			of(queue).Coming.add(e.Request, cards)
