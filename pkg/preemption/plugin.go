@@ -141,7 +141,7 @@ func (p *Plugin) terminatingFor(pre state.Preemptor) string {
 		}
 		n := 0
 		for _, info := range ni.GetPods() {
-			if pod := info.GetPod(); evictedByScheduler(pod) && p.state.WaitedFor(pod) {
+			if pod := info.GetPod(); state.EvictedByScheduler(pod) && p.state.WaitedFor(pod) {
 				n++
 			}
 		}
@@ -150,19 +150,6 @@ func (p *Plugin) terminatingFor(pre state.Preemptor) string {
 		}
 	}
 	return ""
-}
-
-// evictedByScheduler tells a pod a scheduler's preemption is deleting.
-func evictedByScheduler(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp == nil {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
-			return true
-		}
-	}
-	return false
 }
 
 // giveUp fails the gang CardinalGang's PostFilter, run before this one,

@@ -38,6 +38,10 @@ type books struct {
 	// state synced: whether their namespace may use the queue it names is
 	// judged once namespaces and Queues are all known (placedas.go).
 	unverified map[types.UID]*podEntry
+	// evicted are placed pods a scheduler's preemption is deleting
+	// (EvictedByScheduler): after a restart, the victims of reclaims this
+	// process no longer remembers (InFlight).
+	evicted map[types.UID]*podEntry
 
 	// cardResources are resources some node carries as cards beyond the well-known ones.
 	cardResources map[corev1.ResourceName]bool
@@ -90,6 +94,7 @@ func newBooks() books {
 		claimUsers:       index[string, *podEntry]{},
 		foreign:          map[types.UID]gang.Key{},
 		unverified:       map[types.UID]*podEntry{},
+		evicted:          map[types.UID]*podEntry{},
 		cardResources:    map[corev1.ResourceName]bool{},
 		capacity:         quota.Resources{},
 		cardCapacity:     map[string]int64{},

@@ -244,6 +244,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	}
 	s.chargeLocked(e, -1)
 	s.forgetWaitLocked(e)
+	delete(s.books.evicted, uid)
 	// A victim that is only terminating still holds its node: it stays a
 	// victim until it is deleted or finished (OnPodDeleted, OnPod).
 	s.preemptions.claimDone(uid)

@@ -198,6 +198,15 @@ func (s *State) inFlightLocked() map[string]InFlight {
 		}
 		return f
 	}
+	// Victims of reclaims this process does not remember (made before a
+	// restart, or by another replica that led) leave their queues too,
+	// for as long as a preemption waits for them.
+	for uid, e := range s.books.evicted {
+		if _, remembered := s.preemptions.victimOf[uid]; remembered || !e.placed() || e.Denied != nil || !s.WaitedFor(e.pod) {
+			continue
+		}
+		of(e.Queue).Leaving.add(e.Request, e.cards)
+	}
 	for _, pr := range s.preemptions.underWay {
 		leaving, coming := newCharge(), newCharge()
 		for uid := range pr.victims {

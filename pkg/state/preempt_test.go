@@ -734,3 +734,47 @@ func TestWaitedFor(t *testing.T) {
 		})
 	}
 }
+
+// TestInFlightRemembersNoReclaim: after a restart the state remembers no
+// preemption, but the pods a scheduler evicted and still terminating leave
+// their queue all the same, for as long as a preemption waits for them;
+// a pod its owner deletes does not.
+func TestInFlightRemembersNoReclaim(t *testing.T) {
+	s, clk := newTestState()
+	s.OnQueue(builder.MakeQueue("a").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 4).Obj())
+	deleting := func(name string, evicted bool) *corev1.Pod {
+		p := builder.MakePod("ns", name).Label(v1alpha1.QueueLabel, "a").GPU(1).Obj()
+		p.UID = types.UID(name)
+		p = bound(p, "n")
+		p.DeletionTimestamp = &metav1.Time{Time: clk.Now().Add(30 * time.Second)}
+		p.DeletionGracePeriodSeconds = ptr.To[int64](30)
+		if evicted {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget,
+				Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler})
+		}
+		return p
+	}
+	victim, deleted := deleting("victim", true), deleting("deleted", false)
+	s.OnPod(victim)
+	s.OnPod(deleted)
+	leaving := func() int64 {
+		_, f := s.Usages()
+		return f["a"].Leaving.Cards[h200]
+	}
+	if got := leaving(); got != 1 {
+		t.Errorf("leaving a: %d H200, want 1, the evicted pod's", got)
+	}
+	clk.Step(30*time.Second + claimTTL)
+	if got := leaving(); got != 0 {
+		t.Errorf("leaving a once no preemption waits for it: %d, want 0", got)
+	}
+	clk.Step(-claimTTL)
+	s.OnPodDeleted(victim)
+	if got := leaving(); got != 0 {
+		t.Errorf("leaving a once the evicted pod is gone: %d, want 0", got)
+	}
+	if len(s.books.evicted) != 0 {
+		t.Errorf("books.evicted keeps %d pods gone", len(s.books.evicted))
+	}
+}

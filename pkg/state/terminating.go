@@ -18,6 +18,7 @@ func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]strin
 	e := s.books.pods[pod.UID]
 	if e != nil && e.terminating {
 		s.books.setPod(e, pod)
+		s.noteEvictedLocked(e)
 		return
 	}
 	// Brought up to date first (bound; or, first seen after a restart,
@@ -34,6 +35,7 @@ func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]strin
 	}
 	e.terminating, e.elastic = true, elastic // charged as it was booked
 	s.chargeLocked(e, 1)
+	s.noteEvictedLocked(e)
 	if g == nil {
 		return
 	}
@@ -43,4 +45,26 @@ func (s *State) terminatingLocked(pod *corev1.Pod, owner func() map[string]strin
 		s.failLocked(g, fmt.Sprintf("it has %d of its minMember %d pods left", g.triable(), g.min()), false)
 	}
 	s.refreshGangLocked(g)
+}
+
+// noteEvictedLocked keeps a placed pod a scheduler's preemption is
+// deleting among books.evicted.
+func (s *State) noteEvictedLocked(e *podEntry) {
+	if e.placed() && EvictedByScheduler(e.pod) {
+		s.books.evicted[e.pod.UID] = e
+	}
+}
+
+// EvictedByScheduler tells a pod being deleted by a scheduler's preemption:
+// its DisruptionTarget condition says so.
+func EvictedByScheduler(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp == nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
+			return true
+		}
+	}
+	return false
 }

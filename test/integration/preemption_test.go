@@ -616,3 +616,95 @@ func TestGangsReclaimingTogetherStopAtTheirShare(t *testing.T) {
 		return nil
 	})
 }
+
+// TestGangsReclaimingAcrossARestartStopAtTheirShare: a restart while the
+// victims of one gang's reclaim terminate loses what the scheduler
+// remembered of it; the gangs of the same queue that come after still
+// count those victims as leaving, and evict only what the queue's share
+// needs (SPEC §5.6, §5.8).
+func TestGangsReclaimingAcrossARestartStopAtTheirShare(t *testing.T) {
+	nsA := gpuQueue(t, "restart-a", 0, 16, true)
+	nsB := gpuQueue(t, "restart-b", 0, 16, true)
+	createNodes(t, gpuNodes("restart", 4, 4)...)
+	s := startScheduler(t)
+
+	var a []*corev1.Pod
+	for i := range 16 {
+		p := builder.MakePod(nsA, fmt.Sprintf("a-%d", i)).Req("cpu", "100m").GPU(1).Obj()
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300) // no kubelet ends it: the test does
+		a = append(a, p)
+	}
+	createPods(t, a...)
+	waitBound(t, nsA, boundCount(16))
+	terminating := func() []string {
+		pods, err := env.kube.CoreV1().Pods(nsA).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				out = append(out, p.Name)
+			}
+		}
+		return out
+	}
+	waitTerminating := func(n int) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+			return len(terminating()) >= n, nil
+		})
+		if err != nil {
+			t.Fatalf("%d of queue restart-a's pods evicted, want %d", len(terminating()), n)
+		}
+	}
+
+	createPodGroup(t, nsB, "b0", 4)
+	createPods(t, gangPods(nsB, "b0", 4, 1)...)
+	waitTerminating(4)
+	s.Stop()
+	startScheduler(t)
+	for _, g := range []string{"b1", "b2"} {
+		createPodGroup(t, nsB, g, 4)
+		createPods(t, gangPods(nsB, g, 4, 1)...)
+	}
+	waitTerminating(8)
+	waitEvent(t, nsB, "refused reclaim for a third gang", func(e eventsv1.Event) bool {
+		return e.Reason == "FailedScheduling" && strings.Contains(e.Note, "may evict")
+	})
+	holdFor(t, 10*time.Second, func() error {
+		if n := len(terminating()); n != 8 {
+			return fmt.Errorf("%d of queue restart-a's pods evicted across the restart, want 8: b's share", n)
+		}
+		return nil
+	})
+	for _, name := range terminating() {
+		if err := env.kube.CoreV1().Pods(nsA).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The gang the first reclaim was for is not woken by its victims going
+	// when the scheduler no longer remembers them; it may wait for its
+	// next retry. What must hold: b never runs more than its share, nor a
+	// part of a gang, and nothing more is evicted.
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		whole, err := wholeGangs(boundPerGang(t, nsB), 4, "b0", "b1", "b2")
+		return err == nil && whole >= 1, nil
+	})
+	if err != nil {
+		t.Fatalf("queue restart-b runs %v, want a whole gang", boundPerGang(t, nsB))
+	}
+	holdFor(t, holdWindow, func() error {
+		whole, err := wholeGangs(boundPerGang(t, nsB), 4, "b0", "b1", "b2")
+		if err != nil {
+			return fmt.Errorf("queue restart-b: %w", err)
+		}
+		if whole > 2 {
+			return fmt.Errorf("queue restart-b runs %d whole gangs, want at most 2: its deserved 8 cards", whole)
+		}
+		if n := len(terminating()); n != 0 {
+			return fmt.Errorf("%d more of queue restart-a's pods evicted once b had its share", n)
+		}
+		return nil
+	})
+}
