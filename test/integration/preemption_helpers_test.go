@@ -12,6 +12,8 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/controlplane"
@@ -88,6 +90,57 @@ func wholeGangs(per map[string]int, size int, names ...string) (int, error) {
 		}
 	}
 	return whole, nil
+}
+
+// slowToGo makes n one-card pods in ns that, deleted, terminate until the
+// test ends them (endTerminating): no kubelet does. It waits until all are
+// bound.
+func slowToGo(t *testing.T, ns string, n int) {
+	t.Helper()
+	var pods []*corev1.Pod
+	for i := range n {
+		p := builder.MakePod(ns, fmt.Sprintf("a-%d", i)).Req("cpu", "100m").GPU(1).Obj()
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300)
+		pods = append(pods, p)
+	}
+	createPods(t, pods...)
+	waitBound(t, ns, boundCount(n))
+}
+
+// terminatingIn names the pods of ns being deleted.
+func terminatingIn(t *testing.T, ns string) []string {
+	t.Helper()
+	return podsWhere(t, ns, func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
+}
+
+// waitTerminatingIn waits until at least n pods of ns are being deleted.
+func waitTerminatingIn(t *testing.T, ns string, n int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		return len(terminatingIn(t, ns)) >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("%d pods of %s evicted, want %d", len(terminatingIn(t, ns)), ns, n)
+	}
+}
+
+// endTerminating ends the pods of ns being deleted, as their kubelet would.
+func endTerminating(t *testing.T, ns string) {
+	t.Helper()
+	for _, name := range terminatingIn(t, ns) {
+		if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitRefusedReclaim waits for a pod of ns to say its gang found nothing
+// it may evict.
+func waitRefusedReclaim(t *testing.T, ns string) {
+	t.Helper()
+	waitEvent(t, ns, "refused reclaim", func(e eventsv1.Event) bool {
+		return e.Reason == "FailedScheduling" && strings.Contains(e.Note, "may evict")
+	})
 }
 
 // countEvents counts events in ns with reason.

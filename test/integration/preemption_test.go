@@ -544,55 +544,25 @@ func TestGangsReclaimingTogetherStopAtTheirShare(t *testing.T) {
 	createNodes(t, gpuNodes("together", 4, 4)...)
 	startScheduler(t)
 
-	var a []*corev1.Pod
-	for i := range 16 {
-		p := builder.MakePod(nsA, fmt.Sprintf("a-%d", i)).Req("cpu", "100m").GPU(1).Obj()
-		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300) // no kubelet ends it: the test does
-		a = append(a, p)
-	}
-	createPods(t, a...)
-	waitBound(t, nsA, boundCount(16))
+	slowToGo(t, nsA, 16)
 
 	for _, g := range []string{"b0", "b1", "b2"} {
 		createPodGroup(t, nsB, g, 4)
 		createPods(t, gangPods(nsB, g, 4, 1)...)
 	}
-	terminating := func() []string {
-		pods, err := env.kube.CoreV1().Pods(nsA).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp != nil {
-				out = append(out, p.Name)
-			}
-		}
-		return out
-	}
-	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
-		return len(terminating()) >= 8, nil
-	})
-	if err != nil {
-		t.Fatalf("%d of queue together-a's pods evicted, want 8", len(terminating()))
-	}
+	terminating := func() []string { return terminatingIn(t, nsA) }
+	waitTerminatingIn(t, nsA, 8)
 	// The victims terminate for as long as the test lets them. The third
 	// gang tries to reclaim meanwhile, and finds nothing it may take.
-	waitEvent(t, nsB, "refused reclaim for the third gang", func(e eventsv1.Event) bool {
-		return e.Reason == "FailedScheduling" && strings.Contains(e.Note, "may evict")
-	})
+	waitRefusedReclaim(t, nsB)
 	holdFor(t, 10*time.Second, func() error {
 		if n := len(terminating()); n != 8 {
 			return fmt.Errorf("%d of queue together-a's pods evicted while the first victims terminate, want 8: b's share", n)
 		}
 		return nil
 	})
-	for _, name := range terminating() {
-		if err := env.kube.CoreV1().Pods(nsA).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err = wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+	endTerminating(t, nsA)
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
 		per := boundPerGang(t, nsB)
 		return per["b0"]+per["b1"]+per["b2"] == 8, nil
 	})
@@ -628,36 +598,9 @@ func TestGangsReclaimingAcrossARestartStopAtTheirShare(t *testing.T) {
 	createNodes(t, gpuNodes("restart", 4, 4)...)
 	s := startScheduler(t)
 
-	var a []*corev1.Pod
-	for i := range 16 {
-		p := builder.MakePod(nsA, fmt.Sprintf("a-%d", i)).Req("cpu", "100m").GPU(1).Obj()
-		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300) // no kubelet ends it: the test does
-		a = append(a, p)
-	}
-	createPods(t, a...)
-	waitBound(t, nsA, boundCount(16))
-	terminating := func() []string {
-		pods, err := env.kube.CoreV1().Pods(nsA).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp != nil {
-				out = append(out, p.Name)
-			}
-		}
-		return out
-	}
-	waitTerminating := func(n int) {
-		t.Helper()
-		err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
-			return len(terminating()) >= n, nil
-		})
-		if err != nil {
-			t.Fatalf("%d of queue restart-a's pods evicted, want %d", len(terminating()), n)
-		}
-	}
+	slowToGo(t, nsA, 16)
+	terminating := func() []string { return terminatingIn(t, nsA) }
+	waitTerminating := func(n int) { t.Helper(); waitTerminatingIn(t, nsA, n) }
 
 	createPodGroup(t, nsB, "b0", 4)
 	createPods(t, gangPods(nsB, "b0", 4, 1)...)
@@ -669,20 +612,14 @@ func TestGangsReclaimingAcrossARestartStopAtTheirShare(t *testing.T) {
 		createPods(t, gangPods(nsB, g, 4, 1)...)
 	}
 	waitTerminating(8)
-	waitEvent(t, nsB, "refused reclaim for a third gang", func(e eventsv1.Event) bool {
-		return e.Reason == "FailedScheduling" && strings.Contains(e.Note, "may evict")
-	})
+	waitRefusedReclaim(t, nsB)
 	holdFor(t, 10*time.Second, func() error {
 		if n := len(terminating()); n != 8 {
 			return fmt.Errorf("%d of queue restart-a's pods evicted across the restart, want 8: b's share", n)
 		}
 		return nil
 	})
-	for _, name := range terminating() {
-		if err := env.kube.CoreV1().Pods(nsA).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	endTerminating(t, nsA)
 	// The gang the first reclaim was for is not woken by its victims going
 	// when the scheduler no longer remembers them; it may wait for its
 	// next retry. What must hold: b never runs more than its share, nor a

@@ -36,14 +36,20 @@ func cpuPods(ns, prefix, queue string, n int) []*corev1.Pod {
 
 func boundPods(t *testing.T, ns string) []string {
 	t.Helper()
+	return podsWhere(t, ns, func(p *corev1.Pod) bool { return p.Spec.NodeName != "" && p.DeletionTimestamp == nil })
+}
+
+// podsWhere names the pods of ns that keep accepts.
+func podsWhere(t *testing.T, ns string, keep func(*corev1.Pod) bool) []string {
+	t.Helper()
 	pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
-			out = append(out, p.Name)
+	for i := range pods.Items {
+		if keep(&pods.Items[i]) {
+			out = append(out, pods.Items[i].Name)
 		}
 	}
 	return out
