@@ -167,47 +167,6 @@ func (g *Grouper) podGroup(namespace, name string) (*schedv1alpha1.PodGroup, err
 	return pg, nil
 }
 
-// askForMember asks for a pod of the gang of obj, a PodGroup the grouper
-// made, one waiting if it has one.
-func (g *Grouper) askForMember(obj any, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	pg, ok := obj.(*schedv1alpha1.PodGroup)
-	if !ok || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
-		return
-	}
-	k := gang.KeyOf(pg)
-	if p := g.State.GangMember(k); p != nil {
-		g.askToMend(p, k, q)
-	}
-}
-
-// askToMend asks for a reconcile of pod, a member of a PodGroup the
-// grouper made, that mends the PodGroup from its workload. A pod's own
-// events do not: its workload is what changed, or its PodGroup, never the
-// pod (a pod ruled on with its siblings would otherwise mend their
-// PodGroup once for each of them).
-func (g *Grouper) askToMend(p *corev1.Pod, k gang.Key, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-	g.mends.Store(key, k)
-	q.Add(reconcile.Request{NamespacedName: key})
-}
-
-// askAnotherToMend passes a mend asked of a pod that is gone on to
-// another pod of its gang, if it has one, a moment later: the state may
-// not have seen the pod go yet, and offer it again.
-func (g *Grouper) askAnotherToMend(k gang.Key) {
-	g.mu.Lock()
-	q := g.queue
-	g.mu.Unlock()
-	if p := g.State.GangMember(k); p != nil && q != nil {
-		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-		g.mends.Store(key, k)
-		q.AddAfter(reconcile.Request{NamespacedName: key}, retryUnseen)
-	}
-}
-
 // Reconcile groups one pod the grouper may group and has not ruled on, or,
 // for a pod it grouped, mends its PodGroup from its workload as it is now.
 func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
