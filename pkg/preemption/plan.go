@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	fwk "k8s.io/kube-scheduler/framework"
-	framework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"cardinal.dev/cardinal/pkg/state"
 )
@@ -34,7 +33,12 @@ type result struct {
 // cannot make the room, wherever they are. refuse is the reclaim guard: a
 // tier whose plan it refuses gives way to the next, and a refused plan is
 // returned (res.refused says why) only when no tier has one it passes.
-func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit, refuse func(*result) string) (*result, string, error) {
+func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, r *reach, units []*unit, refuse func(*result) string) (*result, string, error) {
+	asks, err := membersOf(pre, r)
+	if err != nil {
+		return nil, "", err
+	}
+	pl := &planner{ctx: ctx, h: h, pre: pre, asks: asks, reach: r, refuse: refuse}
 	var refused *result
 	var why string
 	tried := -1
@@ -49,7 +53,7 @@ func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit,
 			continue
 		}
 		tried = len(some)
-		res, w, err := planAmong(ctx, h, pre, some, refuse, len(some) == len(units))
+		res, w, err := pl.among(some, len(some) == len(units))
 		switch {
 		case err != nil:
 			return nil, "", err
@@ -67,7 +71,17 @@ func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit,
 	return nil, why, nil
 }
 
-// planAmong finds room for pre's missing min with every unit gone, then
+// planner is one plan's inputs, read once for every placement it tries.
+type planner struct {
+	ctx    context.Context
+	h      fwk.Handle
+	pre    state.Preemptor
+	asks   []*member
+	reach  *reach
+	refuse func(*result) string
+}
+
+// among finds room for pre's missing min with every unit gone, then
 // gives units back while the room stays.
 //
 // The members are placed first-fit, so with every unit gone they may fill
@@ -81,8 +95,8 @@ func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit,
 // miss a smaller set that fits, which costs a cheaper plan, never a wrong
 // one), and the plan the guard passes is kept, else the cheaper. Only the
 // last tier searches (search): the ones before give way to it.
-func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit, refuse func(*result) string, search bool) (*result, string, error) {
-	s, placed, held, why, err := placeWithout(ctx, h, pre, units)
+func (pl *planner) among(units []*unit, search bool) (*result, string, error) {
+	s, placed, held, why, err := pl.placeWithout(units)
 	if err != nil || why != "" {
 		return nil, why, err
 	}
@@ -91,7 +105,7 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 		return nil, "", err
 	}
 	res := &result{members: placed, evicted: evicted}
-	res.refused = refuse(res)
+	res.refused = pl.refuse(res)
 	if !search || (gangsIn(evicted) < 2 && res.refused == "") || len(held) < 2 {
 		return res, "", nil
 	}
@@ -104,7 +118,7 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 	var fewerHeld []*unit
 	for lo, hi := 1, len(least); lo < hi; {
 		mid := (lo + hi) / 2
-		ms, mplaced, mheld, mwhy, err := placeWithout(ctx, h, pre, least[:mid])
+		ms, mplaced, mheld, mwhy, err := pl.placeWithout(least[:mid])
 		if err != nil {
 			return nil, "", err
 		}
@@ -122,7 +136,7 @@ func planAmong(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*
 	if fewer.evicted, err = spare(fewerSim, fewer.members, fewerHeld); err != nil {
 		return nil, "", err
 	}
-	fewer.refused = refuse(fewer)
+	fewer.refused = pl.refuse(fewer)
 	keep := fewer
 	switch {
 	case (res.refused == "") != (fewer.refused == ""):
@@ -208,31 +222,33 @@ func costlier(a, b []*unit) bool {
 	return ap > bp
 }
 
-// placeWithout places pre's missing min on a copy of the cluster with
-// every unit gone (those the snapshot holds where the state says: held),
-// or says why it does not fit.
-func placeWithout(ctx context.Context, h fwk.Handle, pre state.Preemptor, units []*unit) (*sim, []*member, []*unit, string, error) {
-	s, err := newSim(ctx, h)
+// placeWithout places the preemptor's missing min on a copy of the cluster
+// with every unit gone (those the snapshot holds where the state says:
+// held), or says why it does not fit.
+func (pl *planner) placeWithout(units []*unit) (*sim, []*member, []*unit, string, error) {
+	pre := pl.pre
+	s, err := newSim(pl.ctx, pl.h, pl.reach)
 	if err != nil {
 		return nil, nil, nil, "", err
 	}
 	byKey := map[string]*shape{}
-	members := make([]*member, 0, len(pre.Pods))
-	for _, pod := range pre.Pods {
-		sh, err := s.shapeOf(pod, byKey)
+	members := make([]*member, 0, len(pl.asks))
+	for _, a := range pl.asks {
+		sh, err := s.shapeOf(a.pod, a.key, byKey)
 		if err != nil {
 			if len(members) == 0 {
 				return nil, nil, nil, err.Error(), nil
 			}
 			continue
 		}
-		info, err := framework.NewPodInfo(pod)
-		if err != nil {
-			return nil, nil, nil, "", err
-		}
-		members = append(members, &member{pod: pod, info: info, st: sh})
+		m := *a
+		m.st, m.node = sh, ""
+		members = append(members, &m)
 	}
 	units = s.held(units)
+	if n, ok := s.roomFor(pre.Missing, members, units); ok && n < pre.Missing {
+		return nil, nil, nil, fmt.Sprintf("its min needs %d more pods placed and, with every pod it may evict gone, they do not fit (room for %d)", pre.Missing, n), nil
+	}
 	cost := map[string]int{}
 	for _, u := range units {
 		for _, p := range u.pods {
@@ -242,18 +258,26 @@ func placeWithout(ctx context.Context, h fwk.Handle, pre state.Preemptor, units 
 			cost[p.Node] += 1 + 1000*int(u.kind)
 		}
 	}
-	order := make([]string, 0, len(s.nodes))
+	type costed struct {
+		name string
+		cost int
+	}
+	byCost := make([]costed, 0, len(s.nodes))
 	for name := range s.nodes {
-		order = append(order, name)
+		byCost = append(byCost, costed{name, cost[name]})
 	}
 	// Nodes that need fewer and lesser victims first: free room, then
 	// elastic pods, then pods without a gang, then gangs.
-	sort.Slice(order, func(i, j int) bool {
-		if cost[order[i]] != cost[order[j]] {
-			return cost[order[i]] < cost[order[j]]
+	sort.Slice(byCost, func(i, j int) bool {
+		if byCost[i].cost != byCost[j].cost {
+			return byCost[i].cost < byCost[j].cost
 		}
-		return order[i] < order[j]
+		return byCost[i].name < byCost[j].name
 	})
+	order := make([]string, len(byCost))
+	for i, c := range byCost {
+		order[i] = c.name
+	}
 	var placed []*member
 	// A kind of member that fit nowhere fits nowhere until another member
 	// is placed (its pods may be what the next one's affinity asks for).
@@ -262,7 +286,6 @@ func placeWithout(ctx context.Context, h fwk.Handle, pre state.Preemptor, units 
 		if len(placed) == pre.Missing || len(members)-i < pre.Missing-len(placed) {
 			break // placed, or too few left to place
 		}
-		m.node = ""
 		if failed[m.st] {
 			continue
 		}

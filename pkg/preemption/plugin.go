@@ -109,7 +109,7 @@ func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for room made for it: "+wait)
 	}
 	start := time.Now()
-	res, st := p.preempt(ctx, pod, pre)
+	res, st := p.preempt(ctx, pod, pre, statuses)
 	attemptDuration.Observe(time.Since(start).Seconds())
 	if !st.IsSuccess() && st.Code() != fwk.Error {
 		return unnominated, p.giveUp(cs, st.Message())
@@ -152,6 +152,28 @@ func (p *Plugin) terminatingFor(pre state.Preemptor) string {
 	return ""
 }
 
+// reachOf is what the cycle tells a plan about where to look (reach): the
+// nodes Filter refused pod for good, when Filter ran (a PreFilter's
+// refusal leaves every node with its status, and every node is tried).
+func (p *Plugin) reachOf(pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*reach, error) {
+	r := &reach{key: shapeKey(pod)}
+	if p.state.Settings().CardRoomFirst {
+		r.cards = p.state.IsCardResource
+	}
+	if !state.FilterRan(statuses) {
+		return r, nil
+	}
+	unresolvable, err := statuses.NodesForStatusCode(p.handle.SnapshotSharedLister().NodeInfos(), fwk.UnschedulableAndUnresolvable)
+	if err != nil {
+		return nil, err
+	}
+	r.skip = make(map[string]bool, len(unresolvable))
+	for _, ni := range unresolvable {
+		r.skip[ni.Node().Name] = true
+	}
+	return r, nil
+}
+
 // giveUp fails the gang CardinalGang's PostFilter, run before this one,
 // left to fail when preemption cannot make room; else CardinalGang's
 // PostFilter, run next, does.
@@ -163,7 +185,7 @@ func (p *Plugin) giveUp(cs fwk.CycleState, msg string) *fwk.Status {
 	return fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
-func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preemptor) (*fwk.PostFilterResult, *fwk.Status) {
+func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preemptor, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	usage, inFlight := p.state.Usages()
 	capRes, capCards := p.state.Capacity()
 	f := settled(pre.Queue, capRes, capCards, usage, inFlight)
@@ -186,7 +208,11 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 		return n.PodCards(pod)
 	}
 	refuse := func(r *result) string { return guard(pre, usage, r.members, r.evicted, short, nodeCards) }
-	res, why, err := plan(ctx, p.handle, pre, units, refuse)
+	r, err := p.reachOf(pod, statuses)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	res, why, err := plan(ctx, p.handle, pre, r, units, refuse)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}

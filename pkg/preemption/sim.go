@@ -20,8 +20,56 @@ import (
 type member struct {
 	pod  *corev1.Pod
 	info fwk.PodInfo
+	// key is the pod's shapeKey; need, the cards it asks for (reach).
+	key  string
+	need []need
 	st   *shape
 	node string
+}
+
+// need is an amount of a card resource a member asks for.
+type need struct {
+	resource corev1.ResourceName
+	n        int64
+}
+
+// reach narrows where a plan looks, from what is known before it starts,
+// so that a min that cannot fit is found out without running the Filter
+// plugins on every node for it:
+//   - skip: the nodes the cycle's pod was refused for a reason no eviction
+//     removes (UnschedulableAndUnresolvable: a card model it does not
+//     allow, too few cards in all), as upstream's preemption leaves them
+//     out; members shaped as that pod (key) are not tried there;
+//   - cards: with NodeResourcesFit checking every resource
+//     (state.Settings.CardRoomFirst), a node without the cards a member
+//     asks for left, or without room for one more pod, is refused by
+//     arithmetic before the Filter plugins run. nil: not known to.
+type reach struct {
+	key   string
+	skip  map[string]bool
+	cards func(corev1.ResourceName) bool
+}
+
+// membersOf reads the preemptor's missing pods once for every placement a
+// plan tries: their PodInfos, shape keys and card needs.
+func membersOf(pre state.Preemptor, r *reach) ([]*member, error) {
+	out := make([]*member, 0, len(pre.Pods))
+	for _, pod := range pre.Pods {
+		info, err := framework.NewPodInfo(pod)
+		if err != nil {
+			return nil, err
+		}
+		m := &member{pod: pod, info: info, key: shapeKey(pod)}
+		if r.cards != nil {
+			for name, n := range info.CalculateResource().Resource.GetScalarResources() {
+				if n > 0 && r.cards(name) {
+					m.need = append(m.need, need{name, n})
+				}
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // shape is the cycle state of members alike: it sees every simulated
@@ -30,6 +78,7 @@ type shape struct {
 	cs    fwk.CycleState
 	pod   *corev1.Pod
 	nodes map[string]bool // nil: any node (PreFilterResult)
+	skip  map[string]bool // reach.skip for the cycle pod's shape, else nil
 }
 
 // sim is a copy-on-write view of the cluster's nodes for one plan.
@@ -39,6 +88,7 @@ type sim struct {
 	nodes  map[string]fwk.NodeInfo
 	cloned map[string]bool
 	shapes []*shape
+	reach  *reach
 	// victims are the PodInfos of the pods the plan removed, as the
 	// snapshot holds them (their requests computed once), to give back.
 	victims map[types.UID]fwk.PodInfo
@@ -50,12 +100,12 @@ type prefilterer interface {
 	RunPreFilterPlugins(ctx context.Context, state fwk.CycleState, pod *corev1.Pod) (*fwk.PreFilterResult, *fwk.Status, sets.Set[string])
 }
 
-func newSim(ctx context.Context, h fwk.Handle) (*sim, error) {
+func newSim(ctx context.Context, h fwk.Handle, r *reach) (*sim, error) {
 	infos, err := h.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, err
 	}
-	s := &sim{ctx: ctx, h: h, nodes: make(map[string]fwk.NodeInfo, len(infos)), cloned: map[string]bool{}, victims: map[types.UID]fwk.PodInfo{}}
+	s := &sim{ctx: ctx, h: h, reach: r, nodes: make(map[string]fwk.NodeInfo, len(infos)), cloned: map[string]bool{}, victims: map[types.UID]fwk.PodInfo{}}
 	for _, ni := range infos {
 		s.nodes[ni.Node().Name] = ni
 	}
@@ -154,17 +204,103 @@ func (s *sim) held(units []*unit) []*unit {
 }
 
 func (s *sim) fits(m *member, node string) bool {
-	if m.st.nodes != nil && !m.st.nodes[node] {
+	if m.st.nodes != nil && !m.st.nodes[node] || m.st.skip[node] {
 		return false
 	}
 	ni := s.nodes[node]
-	return ni != nil && s.h.RunFilterPluginsWithNominatedPods(s.ctx, m.st.cs, m.pod, ni).IsSuccess()
+	return ni != nil && s.hasRoom(m, ni) && s.h.RunFilterPluginsWithNominatedPods(s.ctx, m.st.cs, m.pod, ni).IsSuccess()
+}
+
+// hasRoom is NodeResourcesFit's arithmetic for a member's cards and one
+// more pod, when it is known to check them (reach.cards); true otherwise.
+// A node without a card resource at all is left to the Filter plugins,
+// which may find it served another way.
+func (s *sim) hasRoom(m *member, ni fwk.NodeInfo) bool {
+	if s.reach.cards == nil {
+		return true
+	}
+	alloc := ni.GetAllocatable()
+	if len(ni.GetPods())+1 > alloc.GetAllowedPodNumber() {
+		return false
+	}
+	if len(m.need) == 0 {
+		return true
+	}
+	allocated, requested := alloc.GetScalarResources(), ni.GetRequested().GetScalarResources()
+	for _, nd := range m.need {
+		if a := allocated[nd.resource]; a > 0 && nd.n > a-requested[nd.resource] {
+			return false
+		}
+	}
+	return true
+}
+
+// roomFor tells whether want of members can fit with units gone by
+// NodeResourcesFit's arithmetic: on each node they may use, what is left
+// of the cards they ask for and of pods, plus what the units' pods there
+// free; n is how many fit so counted, at most want. It answers only when
+// the members are all shaped as the cycle's pod (so alike) and the
+// arithmetic is known to be checked (ok); not when a node lacks a card
+// resource at all. It reads the snapshot before the units leave it.
+func (s *sim) roomFor(want int, members []*member, units []*unit) (n int, ok bool) {
+	if s.reach.cards == nil || len(members) == 0 {
+		return 0, false
+	}
+	for _, m := range members {
+		if m.key != s.reach.key {
+			return 0, false
+		}
+	}
+	type freed struct {
+		pods  int
+		cards []int64 // by members[0].need
+	}
+	asks := members[0].need
+	byNode := map[string]*freed{}
+	for _, u := range units {
+		for _, p := range u.pods {
+			f := byNode[p.Node]
+			if f == nil {
+				f = &freed{cards: make([]int64, len(asks))}
+				byNode[p.Node] = f
+			}
+			f.pods++
+			res := s.victim(p.Pod, p.Node).CalculateResource().Resource.GetScalarResources()
+			for i, nd := range asks {
+				f.cards[i] += res[nd.resource]
+			}
+		}
+	}
+	none := &freed{cards: make([]int64, len(asks))}
+	sh := members[0].st
+	for name, ni := range s.nodes {
+		if sh.nodes != nil && !sh.nodes[name] || sh.skip[name] {
+			continue
+		}
+		f := byNode[name]
+		if f == nil {
+			f = none
+		}
+		alloc := ni.GetAllocatable()
+		fit := int64(alloc.GetAllowedPodNumber() - len(ni.GetPods()) + f.pods)
+		allocated, requested := alloc.GetScalarResources(), ni.GetRequested().GetScalarResources()
+		for i, nd := range asks {
+			a := allocated[nd.resource]
+			if a <= 0 {
+				return 0, false
+			}
+			fit = min(fit, (a-requested[nd.resource]+f.cards[i])/nd.n)
+		}
+		if n += int(max(fit, 0)); n >= want {
+			return want, true
+		}
+	}
+	return n, true
 }
 
 // shapeOf runs the PreFilter plugins once per kind of member (pods of a
 // gang are usually alike), on a cycle state marked as a simulation.
-func (s *sim) shapeOf(pod *corev1.Pod, byKey map[string]*shape) (*shape, error) {
-	key := shapeKey(pod)
+func (s *sim) shapeOf(pod *corev1.Pod, key string, byKey map[string]*shape) (*shape, error) {
 	if sh := byKey[key]; sh != nil {
 		return sh, nil
 	}
@@ -179,6 +315,9 @@ func (s *sim) shapeOf(pod *corev1.Pod, byKey map[string]*shape) (*shape, error) 
 		return nil, fmt.Errorf("pod %s cannot be placed whatever is evicted: %s", pod.Name, st.Message())
 	}
 	sh := &shape{cs: cs, pod: pod}
+	if key == s.reach.key {
+		sh.skip = s.reach.skip
+	}
 	if !res.AllNodes() {
 		sh.nodes = map[string]bool{}
 		for n := range res.NodeNames {

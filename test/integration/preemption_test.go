@@ -226,7 +226,7 @@ func TestNothingEvictedWhenMinCannotFit(t *testing.T) {
 	createPodGroup(t, ns, "b", 5)
 	createPods(t, gangPods(ns, "b", 5, 1)...)
 	waitEvent(t, ns, "a FailedScheduling event on b saying its min does not fit with every victim gone", func(e eventsv1.Event) bool {
-		return e.Reason == "FailedScheduling" && strings.HasPrefix(e.Regarding.Name, "b-") && strings.Contains(e.Note, "they do not fit (3 placed)")
+		return e.Reason == "FailedScheduling" && strings.HasPrefix(e.Regarding.Name, "b-") && strings.Contains(e.Note, "they do not fit (room for 3)")
 	})
 	holdBoundCounts(t, ns, map[string]int{"a": 8}, 30*time.Second)
 }

@@ -1,0 +1,166 @@
+package preemption
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	framework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"cardinal.dev/cardinal/pkg/state"
+	"cardinal.dev/cardinal/test/builder"
+)
+
+// node is a node of the tests' copies of the cluster: its cards, its room
+// for pods, and the GPUs of the pods on it, the first victims of them
+// those a plan may evict.
+type node struct {
+	name    string
+	gpus    int   // 0: no card resource at all
+	maxPods int   // 0: 110
+	pods    []int // GPUs of each pod on it
+	victims int   // how many of pods, from the first, units hold
+}
+
+// simOf builds a sim over nodes and the units holding their victims.
+func simOf(t *testing.T, r *reach, nodes ...node) (*sim, []*unit) {
+	t.Helper()
+	s := &sim{reach: r, nodes: map[string]fwk.NodeInfo{}, victims: map[types.UID]fwk.PodInfo{}}
+	var units []*unit
+	for _, n := range nodes {
+		nb := builder.MakeNode(n.name)
+		if n.gpus > 0 {
+			nb.GPU("NVIDIA-H200", n.gpus)
+		}
+		if n.maxPods > 0 {
+			nb.Res(corev1.ResourcePods, fmt.Sprint(n.maxPods))
+		}
+		ni := framework.NewNodeInfo()
+		ni.SetNode(nb.Obj())
+		for i, gpus := range n.pods {
+			pod := builder.MakePod("ns", fmt.Sprintf("%s-%d", n.name, i)).GPU(gpus).Obj()
+			pod.UID = types.UID(pod.Name)
+			pod.Spec.NodeName = n.name
+			ni.AddPod(pod)
+			if i < n.victims {
+				units = append(units, &unit{kind: singlePod, pods: []state.PodView{{Pod: pod, Node: n.name}}})
+			}
+		}
+		s.nodes[n.name] = ni
+	}
+	return s, units
+}
+
+// membersAsking are n members asking for gpus each, shaped alike (key).
+func membersAsking(t *testing.T, n, gpus int, key string) []*member {
+	t.Helper()
+	out := make([]*member, 0, n)
+	for i := range n {
+		pod := builder.MakePod("ns", fmt.Sprintf("m-%d", i)).GPU(gpus).Obj()
+		info, err := framework.NewPodInfo(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &member{pod: pod, info: info, key: key, st: &shape{}}
+		if gpus > 0 {
+			m.need = []need{{builder.GPUResource, int64(gpus)}}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func isGPU(name corev1.ResourceName) bool { return name == builder.GPUResource }
+
+// TestRoomFor: NodeResourcesFit's arithmetic over what is left and what
+// the victims free bounds how many members fit, and says nothing when it
+// cannot be sure.
+func TestRoomFor(t *testing.T) {
+	full8 := []int{4, 4}
+	tests := []struct {
+		name    string
+		unknown bool // nothing is known to check the arithmetic
+		nodes   []node
+		want    int // members wanted
+		gpus    int
+		key     string // of the members; "" is the cycle pod's
+		n       int
+		ok      bool
+		skipped []string
+	}{
+		{name: "victims free two members' room", nodes: []node{{name: "a", gpus: 8, pods: full8, victims: 2}, {name: "b", gpus: 8, pods: full8}},
+			want: 2, gpus: 4, n: 2, ok: true},
+		{name: "not three: the other node stays full", nodes: []node{{name: "a", gpus: 8, pods: full8, victims: 2}, {name: "b", gpus: 8, pods: full8}},
+			want: 3, gpus: 4, n: 2, ok: true},
+		{name: "free room and freed room add up", nodes: []node{{name: "a", gpus: 8, pods: []int{4, 2}, victims: 1}, {name: "b", gpus: 8, pods: []int{4}}},
+			want: 3, gpus: 4, n: 2, ok: true},
+		{name: "exactly full: no room without victims", nodes: []node{{name: "a", gpus: 8, pods: full8}},
+			want: 1, gpus: 1, n: 0, ok: true},
+		{name: "a skipped node's room does not count", nodes: []node{{name: "a", gpus: 8, pods: full8, victims: 2}, {name: "b", gpus: 8}},
+			want: 2, gpus: 8, n: 1, ok: true, skipped: []string{"b"}},
+		{name: "room for pods is room too", nodes: []node{{name: "a", gpus: 8, maxPods: 2, pods: []int{1, 1}}},
+			want: 1, gpus: 1, n: 0, ok: true},
+		{name: "members shaped otherwise: cannot say", nodes: []node{{name: "a", gpus: 8, pods: full8}},
+			want: 1, gpus: 1, key: "other"},
+		{name: "a node without the resource: cannot say", nodes: []node{{name: "a", gpus: 8, pods: full8}, {name: "cpu"}},
+			want: 1, gpus: 1},
+		{name: "arithmetic not known to be checked: cannot say", unknown: true, nodes: []node{{name: "a", gpus: 8, pods: full8}},
+			want: 1, gpus: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := reach{key: "cycle", cards: isGPU}
+			if tc.unknown {
+				r.cards = nil
+			}
+			key := tc.key
+			if key == "" {
+				key = r.key
+			}
+			s, units := simOf(t, &r, tc.nodes...)
+			members := membersAsking(t, tc.want, tc.gpus, key)
+			if len(tc.skipped) > 0 {
+				skip := map[string]bool{}
+				for _, n := range tc.skipped {
+					skip[n] = true
+				}
+				for _, m := range members {
+					m.st.skip = skip
+				}
+			}
+			n, ok := s.roomFor(tc.want, members, units)
+			if ok != tc.ok || ok && n != tc.n {
+				t.Errorf("roomFor = %d, %v; want %d, %v", n, ok, tc.n, tc.ok)
+			}
+		})
+	}
+}
+
+// TestHasRoom: a node is refused by arithmetic only for what
+// NodeResourcesFit would refuse it for.
+func TestHasRoom(t *testing.T) {
+	tests := []struct {
+		name  string
+		cards func(corev1.ResourceName) bool
+		node  node
+		gpus  int
+		want  bool
+	}{
+		{name: "room left", cards: isGPU, node: node{name: "a", gpus: 8, pods: []int{6}}, gpus: 2, want: true},
+		{name: "one card short", cards: isGPU, node: node{name: "a", gpus: 8, pods: []int{6}}, gpus: 3},
+		{name: "no room for another pod", cards: isGPU, node: node{name: "a", gpus: 8, maxPods: 1, pods: []int{0}}, gpus: 1},
+		{name: "no card resource at all: left to Filter", cards: isGPU, node: node{name: "cpu"}, gpus: 1, want: true},
+		{name: "arithmetic not known to be checked", node: node{name: "a", gpus: 8, pods: []int{8}}, gpus: 1, want: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := simOf(t, &reach{cards: tc.cards}, tc.node)
+			m := membersAsking(t, 1, tc.gpus, "")[0]
+			if got := s.hasRoom(m, s.nodes[tc.node.name]); got != tc.want {
+				t.Errorf("hasRoom = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
