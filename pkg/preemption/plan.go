@@ -34,11 +34,7 @@ type result struct {
 // tier whose plan it refuses gives way to the next, and a refused plan is
 // returned (res.refused says why) only when no tier has one it passes.
 func plan(ctx context.Context, h fwk.Handle, pre state.Preemptor, r *reach, units []*unit, refuse func(*result) string) (*result, string, error) {
-	asks, err := membersOf(pre, r)
-	if err != nil {
-		return nil, "", err
-	}
-	pl := &planner{ctx: ctx, h: h, pre: pre, asks: asks, reach: r, refuse: refuse}
+	pl := &planner{ctx: ctx, h: h, pre: pre, asks: membersOf(pre, r), reach: r, refuse: refuse}
 	var refused *result
 	var why string
 	tried := -1

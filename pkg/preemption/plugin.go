@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedulernames "k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"cardinal.dev/cardinal/apis/config"
@@ -153,23 +154,28 @@ func (p *Plugin) terminatingFor(pre state.Preemptor) string {
 }
 
 // reachOf is what the cycle tells a plan about where to look (reach): the
-// nodes Filter refused pod for good, when Filter ran (a PreFilter's
-// refusal leaves every node with its status, and every node is tried).
-func (p *Plugin) reachOf(pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*reach, error) {
+// nodes Filter refused pod for good, read from a reader that says Filter
+// ran on some node (a PreFilter's refusal leaves every node with its
+// status: every node is tried then). A pod affinity unmet is not for
+// good here: evicting the pods it counts may clear it.
+func (p *Plugin) reachOf(pod *corev1.Pod, statuses fwk.NodeToStatusReader, nodes fwk.NodeInfoLister) (*reach, error) {
 	r := &reach{key: shapeKey(pod)}
 	if p.state.Settings().CardRoomFirst {
 		r.cards = p.state.IsCardResource
 	}
-	if !state.FilterRan(statuses) {
+	if m, ok := statuses.(interface{ Len() int }); !ok || m.Len() == 0 {
 		return r, nil
 	}
-	unresolvable, err := statuses.NodesForStatusCode(p.handle.SnapshotSharedLister().NodeInfos(), fwk.UnschedulableAndUnresolvable)
+	unresolvable, err := statuses.NodesForStatusCode(nodes, fwk.UnschedulableAndUnresolvable)
 	if err != nil {
 		return nil, err
 	}
 	r.skip = make(map[string]bool, len(unresolvable))
 	for _, ni := range unresolvable {
-		r.skip[ni.Node().Name] = true
+		name := ni.Node().Name
+		if statuses.Get(name).Plugin() != schedulernames.InterPodAffinity {
+			r.skip[name] = true
+		}
 	}
 	return r, nil
 }
@@ -208,7 +214,7 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 		return n.PodCards(pod)
 	}
 	refuse := func(r *result) string { return guard(pre, usage, r.members, r.evicted, short, nodeCards) }
-	r, err := p.reachOf(pod, statuses)
+	r, err := p.reachOf(pod, statuses, p.handle.SnapshotSharedLister().NodeInfos())
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}

@@ -51,13 +51,15 @@ type reach struct {
 }
 
 // membersOf reads the preemptor's missing pods once for every placement a
-// plan tries: their PodInfos, shape keys and card needs.
-func membersOf(pre state.Preemptor, r *reach) ([]*member, error) {
+// plan tries: their PodInfos, shape keys and card needs. A pod whose
+// PodInfo cannot be made (affinity terms that do not parse) is left out,
+// as its PreFilter would refuse it.
+func membersOf(pre state.Preemptor, r *reach) []*member {
 	out := make([]*member, 0, len(pre.Pods))
 	for _, pod := range pre.Pods {
 		info, err := framework.NewPodInfo(pod)
 		if err != nil {
-			return nil, err
+			continue
 		}
 		m := &member{pod: pod, info: info, key: shapeKey(pod)}
 		if r.cards != nil {
@@ -69,7 +71,7 @@ func membersOf(pre state.Preemptor, r *reach) ([]*member, error) {
 		}
 		out = append(out, m)
 	}
-	return out, nil
+	return out
 }
 
 // shape is the cycle state of members alike: it sees every simulated
@@ -273,6 +275,8 @@ func (s *sim) roomFor(want int, members []*member, units []*unit) (n int, ok boo
 	}
 	none := &freed{cards: make([]int64, len(asks))}
 	sh := members[0].st
+	unknown := false
+nodes:
 	for name, ni := range s.nodes {
 		if sh.nodes != nil && !sh.nodes[name] || sh.skip[name] {
 			continue
@@ -287,7 +291,8 @@ func (s *sim) roomFor(want int, members []*member, units []*unit) (n int, ok boo
 		for i, nd := range asks {
 			a := allocated[nd.resource]
 			if a <= 0 {
-				return 0, false
+				unknown = true
+				continue nodes
 			}
 			fit = min(fit, (a-requested[nd.resource]+f.cards[i])/nd.n)
 		}
@@ -295,7 +300,7 @@ func (s *sim) roomFor(want int, members []*member, units []*unit) (n int, ok boo
 			return want, true
 		}
 	}
-	return n, true
+	return n, !unknown
 }
 
 // shapeOf runs the PreFilter plugins once per kind of member (pods of a

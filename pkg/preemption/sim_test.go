@@ -2,15 +2,21 @@ package preemption
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	framework "k8s.io/kubernetes/pkg/scheduler/framework"
+	schedulernames "k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	"cardinal.dev/cardinal/pkg/state"
 	"cardinal.dev/cardinal/test/builder"
+	"cardinal.dev/cardinal/test/statetest"
 )
 
 // node is a node of the tests' copies of the cluster: its cards, its room
@@ -106,6 +112,8 @@ func TestRoomFor(t *testing.T) {
 			want: 1, gpus: 1, key: "other"},
 		{name: "a node without the resource: cannot say", nodes: []node{{name: "a", gpus: 8, pods: full8}, {name: "cpu"}},
 			want: 1, gpus: 1},
+		{name: "a node without the resource hides no room found elsewhere", nodes: []node{{name: "a", gpus: 8}, {name: "cpu"}},
+			want: 1, gpus: 1, n: 1, ok: true},
 		{name: "arithmetic not known to be checked: cannot say", unknown: true, nodes: []node{{name: "a", gpus: 8, pods: full8}},
 			want: 1, gpus: 1},
 	}
@@ -160,6 +168,72 @@ func TestHasRoom(t *testing.T) {
 			m := membersAsking(t, 1, tc.gpus, "")[0]
 			if got := s.hasRoom(m, s.nodes[tc.node.name]); got != tc.want {
 				t.Errorf("hasRoom = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// statusesOnly is a status reader that cannot say whether Filter ran.
+type statusesOnly struct{ fwk.NodeToStatusReader }
+
+// TestReachOf: a plan leaves out, for pods shaped as the cycle's, only
+// the nodes Filter refused for good, and only when it knows Filter ran.
+func TestReachOf(t *testing.T) {
+	nodes := []*corev1.Node{builder.MakeNode("model").Obj(), builder.MakeNode("quota").Obj(), builder.MakeNode("affinity").Obj()}
+	lister := cache.NewSnapshot(nil, nodes).NodeInfos()
+	filtered := func() *framework.NodeToStatus {
+		m := framework.NewDefaultNodeToStatus()
+		m.Set("model", fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "not among the pod's card models").WithPlugin("CardinalCardQuota"))
+		m.Set("quota", fwk.NewStatus(fwk.Unschedulable, "queue at its capability").WithPlugin("CardinalQueue"))
+		m.Set("affinity", fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "didn't match pod affinity rules").WithPlugin(schedulernames.InterPodAffinity))
+		return m
+	}
+	refusedAtPreFilter := framework.NewNodeToStatus(map[string]*fwk.Status{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "refused"))
+	tests := []struct {
+		name     string
+		statuses fwk.NodeToStatusReader
+		want     []string
+	}{
+		{name: "Filter ran: the node of a model it does not allow", statuses: filtered(), want: []string{"model"}},
+		{name: "a PreFilter refused it: every node is tried", statuses: refusedAtPreFilter},
+		{name: "a reader that cannot say: every node is tried", statuses: statusesOnly{filtered()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plugin{state: statetest.New()}
+			pod := builder.MakePod("ns", "p").GPU(1).Obj()
+			r, err := p.reachOf(pod, tc.statuses, lister)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Sorted(maps.Keys(r.skip)); !slices.Equal(got, tc.want) {
+				t.Errorf("skipped %v, want %v", got, tc.want)
+			}
+			if r.key != shapeKey(pod) {
+				t.Errorf("key is not the pod's shape")
+			}
+		})
+	}
+}
+
+// TestMembersOf: a member's needs are the card resources it requests as
+// kube-scheduler counts them (an init container asking more counts), and
+// none when nothing is known to check them.
+func TestMembersOf(t *testing.T) {
+	pod := builder.MakePod("ns", "m").GPU(2).Req(corev1.ResourceCPU, "1").Obj()
+	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{builder.GPUResource: resource.MustParse("4")}}}}
+	for _, tc := range []struct {
+		name  string
+		cards func(corev1.ResourceName) bool
+		want  []need
+	}{
+		{name: "cards checked", cards: isGPU, want: []need{{builder.GPUResource, 4}}},
+		{name: "not known to be checked", cards: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := membersOf(state.Preemptor{Pods: []*corev1.Pod{pod}}, &reach{cards: tc.cards})
+			if len(ms) != 1 || !slices.Equal(ms[0].need, tc.want) || ms[0].key != shapeKey(pod) {
+				t.Errorf("members %+v, want one needing %v", ms, tc.want)
 			}
 		})
 	}
