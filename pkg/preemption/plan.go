@@ -276,27 +276,46 @@ func (pl *planner) placeWithout(units []*unit) (*sim, []*member, []*unit, string
 	}
 	var placed []*member
 	// A kind of member that fit nowhere fits nowhere until another member
-	// is placed (its pods may be what the next one's affinity asks for).
-	failed := map[*shape]bool{}
-	for i, m := range members {
-		if len(placed) == pre.Missing || len(members)-i < pre.Missing-len(placed) {
-			break // placed, or too few left to place
-		}
-		if failed[m.st] {
-			continue
-		}
-		failed[m.st] = true
-		for _, node := range order {
-			if s.fits(m, node) {
-				m.node = node
-				if err := s.add(m.info, node); err != nil {
-					return nil, nil, nil, "", err
-				}
-				placed = append(placed, m)
-				clear(failed)
-				break
+	// is placed (its pods may be what the next one's affinity asks for, a
+	// worker its leader's): it is skipped until one is, then tried again
+	// in another pass.
+	left := members
+	for {
+		failed := map[*shape]bool{}
+		var unplaced []*member
+		again := false
+		for i, m := range left {
+			if len(placed) == pre.Missing || len(placed)+len(unplaced)+len(left)-i < pre.Missing {
+				break // placed, or too few left to place
 			}
+			if failed[m.st] {
+				unplaced = append(unplaced, m)
+				continue
+			}
+			node := ""
+			for _, n := range order {
+				if s.fits(m, n) {
+					node = n
+					break
+				}
+			}
+			if node == "" {
+				failed[m.st] = true
+				unplaced = append(unplaced, m)
+				continue
+			}
+			m.node = node
+			if err := s.add(m.info, node); err != nil {
+				return nil, nil, nil, "", err
+			}
+			placed = append(placed, m)
+			again = again || len(failed) > 0
+			clear(failed)
 		}
+		if !again || len(placed) == pre.Missing {
+			break
+		}
+		left = unplaced
 	}
 	if len(placed) < pre.Missing {
 		return nil, nil, nil, fmt.Sprintf("its min needs %d more pods placed and, with every pod it may evict gone, they do not fit (%d placed)", pre.Missing, len(placed)), nil

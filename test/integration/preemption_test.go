@@ -408,6 +408,38 @@ func TestReclaimSettles(t *testing.T) {
 	t.Logf("settled at %d/%d after %d reclaims", settledA, settledB, evictions)
 }
 
+// TestWorkerFollowingItsLeaderPreempts: a gang's worker must run on its
+// leader's node (required pod affinity, as a LeaderWorkerSet's workers
+// often are), so until the leader is placed every node refuses the worker
+// for good. The worker, created first, is the pod whose cycle plans: the
+// plan still places the leader and the worker beside it, evicting two of
+// the four lower-priority pods that fill the only node and the queue's
+// capability exactly (SPEC §5.2, §5.3).
+func TestWorkerFollowingItsLeaderPreempts(t *testing.T) {
+	ensurePriorityClasses(t)
+	ns := gpuQueue(t, "follow", 0, 4, true)
+	createNodes(t, gpuNodes("follow", 1, 4)...)
+	startScheduler(t)
+	createPods(t, labelled(v1alpha1.PreemptibilityLabel, v1alpha1.Preemptible, prioritized(lowPriority, cardPods(ns, "low", "", 4)...)...)...)
+	waitBound(t, ns, boundCount(4))
+
+	podGroupWith(t, ns, "lw", 2, map[string]string{v1alpha1.PreemptibilityLabel: v1alpha1.Preemptible})
+	leader, worker := gangPod(ns, "lw", 0, 1), gangPod(ns, "lw", 1, 1)
+	leader.Labels["role"], worker.Labels["role"] = "leader", "worker"
+	worker.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "leader"}}, TopologyKey: corev1.LabelHostname}}}}
+	createPods(t, prioritized(highPriority, worker)...)
+	time.Sleep(time.Second) // the worker is the older pod, tried first
+	createPods(t, prioritized(highPriority, leader)...)
+	waitBound(t, ns, podsNamed(leader.Name, worker.Name))
+	holdFor(t, holdWindow, func() error {
+		if got := boundPods(t, ns); len(got) != 4 {
+			return fmt.Errorf("bound pods %v, want the leader, the worker and two low pods: two victims, not more", got)
+		}
+		return nil
+	})
+}
+
 // TestPreemptionAcrossNodes: a gang whose missing min spans several nodes
 // gets it by preemption in one round, with victims on three nodes, and the
 // scheduler's metrics count it (SPEC §5, §6).
