@@ -369,13 +369,17 @@ func spare(s *sim, placed []*member, units []*unit) ([]*unit, error) {
 		}
 		affected := placed
 		if u.reclaim {
-			// Another queue's pods touch only the nodes they are on.
-			affected = nil
-			seen := map[string]bool{}
+			// Another queue's pods touch only the nodes they are on; the
+			// members there are checked in the order they were placed,
+			// each with those before it (a worker after its leader).
+			on := map[string]bool{}
 			for _, p := range u.pods {
-				if !seen[p.Node] {
-					seen[p.Node] = true
-					affected = append(affected, used[p.Node]...)
+				on[p.Node] = true
+			}
+			affected = nil
+			for _, m := range placed {
+				if on[m.node] {
+					affected = append(affected, m)
 				}
 			}
 		}
