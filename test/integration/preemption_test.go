@@ -431,7 +431,8 @@ func TestWorkerFollowingItsLeaderPreempts(t *testing.T) {
 	createPods(t, prioritized(highPriority, worker)...)
 	time.Sleep(time.Second) // the worker is the older pod, tried first
 	createPods(t, prioritized(highPriority, leader)...)
-	waitBound(t, ns, podsNamed(leader.Name, worker.Name))
+	// The victims take their grace period (30 s) to go.
+	waitBound(t, ns, podsNamed(leader.Name, worker.Name), within(waitTimeout+30*time.Second))
 	holdFor(t, holdWindow, func() error {
 		if got := boundPods(t, ns); len(got) != 4 {
 			return fmt.Errorf("bound pods %v, want the leader, the worker and two low pods: two victims, not more", got)
