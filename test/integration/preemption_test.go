@@ -429,7 +429,17 @@ func TestWorkerFollowingItsLeaderPreempts(t *testing.T) {
 	worker.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "leader"}}, TopologyKey: corev1.LabelHostname}}}}
 	createPods(t, prioritized(highPriority, worker)...)
-	time.Sleep(time.Second) // the worker is the older pod, tried first
+	// The worker is the older pod, tried first: the leader is made once
+	// the second the worker's creation timestamp names has passed.
+	made, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), worker.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), poll, waitTimeout, true, func(context.Context) (bool, error) {
+		return time.Now().Truncate(time.Second).After(made.CreationTimestamp.Time), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	createPods(t, prioritized(highPriority, leader)...)
 	// The victims take their grace period (30 s) to go.
 	waitBound(t, ns, podsNamed(leader.Name, worker.Name), within(waitTimeout+30*time.Second))
