@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -67,6 +68,7 @@ type Grouper struct {
 	// indexed by ownerIndex too.
 	podGroups cache.Indexer
 	unseen    retries
+	grouping  grouping
 	recorder  events.EventRecorder
 	reader    *reader
 	pods      corelisters.PodLister
@@ -179,7 +181,7 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, nil // gone
 	}
 	if g.State.AwaitsGrouping(pod) {
-		return g.group(ctx, pod)
+		return g.groupOnce(ctx, req, pod)
 	}
 	if unlabelledBound(pod) && pod.Spec.SchedulerName == g.SchedulerName {
 		if err := g.labelBound(ctx, pod); err != nil || !mend {
@@ -210,6 +212,31 @@ func (g *Grouper) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{RequeueAfter: whilePodGroupsUnreadable}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// groupOnce rules on pod and its siblings (group) unless a reconcile of
+// one of them is doing so; pod is then asked for again once that one is
+// done, and finds itself ruled on, or is ruled on by its own reconcile.
+func (g *Grouper) groupOnce(ctx context.Context, req reconcile.Request, pod *corev1.Pod) (reconcile.Result, error) {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return g.group(ctx, pod) // no siblings
+	}
+	if !g.grouping.start(ref.UID, req) {
+		return reconcile.Result{}, nil
+	}
+	defer func() {
+		waiting := g.grouping.done(ref.UID)
+		g.mu.Lock()
+		q := g.queue
+		g.mu.Unlock()
+		for _, r := range waiting {
+			if q != nil {
+				q.Add(r)
+			}
+		}
+	}()
+	return g.group(ctx, pod)
 }
 
 // group rules on a pod and on the other pods of its controller that await

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // retries counts, per pod, the grouper's tries to read its owners, so that
@@ -34,4 +35,40 @@ func (r *retries) forget(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.tries, uid)
+}
+
+// grouping tracks the controllers whose pods a reconcile is ruling on, so
+// that the reconciles of a workload's other pods, which that one rules on
+// with it (siblings), do not each try to make the same PodGroup at once:
+// they are set aside, and asked for again once it is done.
+type grouping struct {
+	mu    sync.Mutex
+	under map[types.UID][]reconcile.Request
+}
+
+// start tells whether the caller may rule on the pods of controller uid:
+// false if another reconcile is, which then asks for req again (done).
+func (g *grouping) start(uid types.UID, req reconcile.Request) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.under == nil {
+		g.under = map[types.UID][]reconcile.Request{}
+	}
+	if waiting, ok := g.under[uid]; ok {
+		g.under[uid] = append(waiting, req)
+		return false
+	}
+	g.under[uid] = nil
+	return true
+}
+
+// done ends the ruling on controller uid's pods and returns the requests
+// set aside meanwhile: a pod that came after its siblings were read is
+// ruled on by its own.
+func (g *grouping) done(uid types.UID) []reconcile.Request {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	waiting := g.under[uid]
+	delete(g.under, uid)
+	return waiting
 }
