@@ -19,7 +19,13 @@ func (p *Plugin) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHi
 	return eventhandler.Readable(ctx, p.handle, []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.Delete | fwk.UpdatePodLabel}, QueueingHintFn: p.gangMemberChanged},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: p.victimGone},
-		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged(p.state.GangOf)},
+		// Not Add: a gang's pods wait for its PodGroup only while it is
+		// not admissible, and the state wakes them when it becomes so
+		// (refreshGangLocked). kube-scheduler would otherwise ask every
+		// waiting pod about every PodGroup made, under its queue's lock:
+		// O(gangs × waiting pods) when the grouper makes a PodGroup for
+		// each of many workloads at once.
+		{Event: fwk.ClusterEvent{Resource: eventhandler.PodGroupResource, ActionType: fwk.Update}, QueueingHintFn: requeue.OwnPodGroupChanged(p.state.GangOf)},
 	}), nil
 }
 

@@ -46,6 +46,21 @@ func TestGangAllOrNothing(t *testing.T) {
 	})
 }
 
+// TestPodsBeforeTheirPodGroup: pods that name a PodGroup not made yet
+// wait, none scheduled alone (scheduler-plugins #358); once it is made,
+// the gang binds whole at once, woken by its PodGroup rather than by a
+// retry minutes later.
+func TestPodsBeforeTheirPodGroup(t *testing.T) {
+	ns := createGPUNamespace(t, "gang-late-group")
+	createNodes(t, builder.MakeNode("late-0").GPU("NVIDIA-H200", 4).Obj())
+	startScheduler(t)
+
+	createPods(t, gangPods(ns, "late", 4, 1)...)
+	holdBoundCounts(t, ns, map[string]int{}, holdWindow)
+	createPodGroup(t, ns, "late", 4)
+	waitBound(t, ns, gangsBound(map[string]int{"late": 4}), within(15*time.Second))
+}
+
 // waitPodGroup waits until the PodGroup satisfies cond.
 func waitPodGroup(t *testing.T, ns, name, what string, cond func(*schedv1alpha1.PodGroup) bool) {
 	t.Helper()
