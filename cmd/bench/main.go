@@ -75,30 +75,44 @@ func run() error {
 	}
 	ctx := context.Background()
 	var results []result
+	var selected []workload
 	for _, w := range workloads(*mode) {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), w.Name) {
-			continue
+		if *only == "" || slices.Contains(strings.Split(*only, ","), w.Name) {
+			selected = append(selected, w)
 		}
+	}
+	for len(selected) > 0 {
 		// The contenders take turns, run after run, so that the machine's
-		// load over time weighs on each alike.
-		all := map[string][]result{}
+		// load over time weighs on each alike; so do workloads whose
+		// results are compared (Turns).
+		n := 1
+		for n < len(selected) && selected[0].Turns != "" && selected[n].Turns == selected[0].Turns {
+			n++
+		}
+		batch := selected[:n]
+		selected = selected[n:]
+		all := map[string][]result{} // by workload and scheduler
 		for run := range *runs {
-			for _, s := range schedulers {
-				if (s.Peer && !w.Peer) || (w.CardinalOnly && s.Name != "cardinal") {
-					continue
+			for _, w := range batch {
+				for _, s := range schedulers {
+					if (s.Peer && !w.Peer) || (w.CardinalOnly && s.Name != "cardinal") {
+						continue
+					}
+					fmt.Printf("%-16s %-17s run %d/%d: ", w.Name, s.Name, run+1, *runs)
+					r, err := runOne(ctx, root, w, s, *profile, *requests)
+					if err != nil {
+						return fmt.Errorf("%s with %s: %w", w.Name, s.Name, err)
+					}
+					printRun(r)
+					all[w.Name+"/"+s.Name] = append(all[w.Name+"/"+s.Name], r)
 				}
-				fmt.Printf("%-16s %-17s run %d/%d: ", w.Name, s.Name, run+1, *runs)
-				r, err := runOne(ctx, root, w, s, *profile, *requests)
-				if err != nil {
-					return fmt.Errorf("%s with %s: %w", w.Name, s.Name, err)
-				}
-				printRun(r)
-				all[s.Name] = append(all[s.Name], r)
 			}
 		}
-		for _, s := range schedulers {
-			if rs := all[s.Name]; len(rs) > 0 {
-				results = append(results, median(rs))
+		for _, w := range batch {
+			for _, s := range schedulers {
+				if rs := all[w.Name+"/"+s.Name]; len(rs) > 0 {
+					results = append(results, median(rs))
+				}
 			}
 		}
 	}

@@ -54,6 +54,9 @@ type workload struct {
 	// PodGroups nor pod-group labels: Cardinal's grouper makes the gangs
 	// (SPEC §7). CardinalOnly runs it with Cardinal alone.
 	Jobs, Grouped, CardinalOnly bool
+	// Turns names the workloads whose results are compared with one
+	// another: they take turns, run after run, as contenders do.
+	Turns string
 	// AffinityForDefault gives the default profile's pods their card-name
 	// order as preferred node affinity on the product label, as a user of
 	// the default scheduler would ask for the same preference (SPEC §4.3);
@@ -85,7 +88,7 @@ func workloads(mode string) []workload {
 	}
 	jobs := func(grouped bool) workload {
 		w := workload{Name: "jobs-of-8-podgroups", About: "Jobs of 8 one-card pods with hand-written PodGroups",
-			Nodes: scale(375, 125), GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(375, 125), GangSize: 8, PodGPUs: 1, Jobs: true, CardinalOnly: true}
+			Nodes: scale(375, 125), GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(375, 125), GangSize: 8, PodGPUs: 1, Jobs: true, CardinalOnly: true, Turns: "jobs-of-8"}
 		if grouped {
 			w.Name, w.About, w.Grouped = "jobs-of-8-grouped", "the same Jobs annotated cardinal.dev/min-member: 8, their PodGroups made by Cardinal", true
 		}
