@@ -39,7 +39,7 @@ func (p *Plugin) narrow(cs fwk.CycleState, s *stateData, pod *corev1.Pod, c stat
 	if rq.n <= 0 {
 		return nil
 	}
-	f := newFit(pod, rq, p.state.PreemptorKeyOf(pod))
+	f := newFit(pod, rq, p.state.PreemptorKeyOf(pod), s.queue)
 	for _, model := range s.names {
 		if s.check(model, rq.n) != nil {
 			continue
@@ -76,16 +76,17 @@ func (p *Plugin) narrow(cs fwk.CycleState, s *stateData, pod *corev1.Pod, c stat
 type fit struct {
 	pod          *corev1.Pod
 	own          string // the key the pod's own claims are kept under
+	queue        string // the queue the pod was checked in
 	card         cardRequest
 	cpu, memory  int64
 	affinity     nodeaffinity.RequiredNodeAffinity
 	compareTaint bool
 }
 
-func newFit(pod *corev1.Pod, card cardRequest, own string) *fit {
+func newFit(pod *corev1.Pod, card cardRequest, own, queue string) *fit {
 	req := quota.PodRequests(pod)
 	return &fit{
-		pod: pod, card: card, own: own,
+		pod: pod, card: card, own: own, queue: queue,
 		cpu: req[corev1.ResourceCPU], memory: req[corev1.ResourceMemory],
 		affinity:     nodeaffinity.GetRequiredNodeAffinity(pod),
 		compareTaint: utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators),
@@ -105,7 +106,7 @@ func (f *fit) fits(ni fwk.NodeInfo, claims []state.Claim) bool {
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
 	var kept quota.Resources
 	if len(claims) > 0 {
-		kept = state.KeptFrom(f.own, ni, claims)
+		kept = state.KeptFrom(f.own, f.queue, ni, claims)
 	}
 	// As NodeResourcesFit, a resource the pod does not ask for is not
 	// checked, even on a node whose use exceeds what it has.

@@ -163,9 +163,10 @@ func TestFitKeptRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep := func(key string, uid string, cards int64) state.Claim {
-		return state.Claim{Key: key, Pod: types.UID(uid), Node: "a-0", Request: quota.Resources{builder.GPUResource: cards}}
+	keepIn := func(queue, key string, uid string, cards int64) state.Claim {
+		return state.Claim{Key: key, Queue: queue, Pod: types.UID(uid), Node: "a-0", Request: quota.Resources{builder.GPUResource: cards}}
 	}
+	keep := func(key string, uid string, cards int64) state.Claim { return keepIn("q", key, uid, cards) }
 	tests := []struct {
 		name   string
 		claims []state.Claim
@@ -174,11 +175,12 @@ func TestFitKeptRoom(t *testing.T) {
 		{name: "nothing kept", fits: true},
 		{name: "kept for another preemptor", claims: []state.Claim{keep("gang ns/other", "o-0", 2)}},
 		{name: "kept for the pod's own", claims: []state.Claim{keep(state.PreemptorKeyFor("", pod), "p", 2)}, fits: true},
+		{name: "kept for the pod's own in another queue", claims: []state.Claim{keepIn("other", state.PreemptorKeyFor("", pod), "p", 2)}},
 		{name: "kept for a member already on it", claims: []state.Claim{keep("gang ns/other", "member", 2)}, fits: true},
 		{name: "kept for a member not on it yet", claims: []state.Claim{keep("gang ns/other", "o-1", 2)}},
 		{name: "less kept than left over", claims: []state.Claim{keep("gang ns/other", "o-0", 1)}, fits: true},
 	}
-	f := newFit(pod, newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 2})[0], state.PreemptorKeyFor("", pod))
+	f := newFit(pod, newCardRequests(map[corev1.ResourceName]int64{builder.GPUResource: 2})[0], state.PreemptorKeyFor("", pod), "q")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := f.fits(node, tt.claims); got != tt.fits {

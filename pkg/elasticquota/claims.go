@@ -15,8 +15,8 @@ import (
 // that room from pods of lower or equal priority; this keeps it from all.
 // It costs nothing on nodes without kept room, which is nearly all of them.
 // own is the key the pod's own claims are kept under.
-func keptRoom(own string, request quota.Resources, nodeInfo fwk.NodeInfo, claims []state.Claim) *fwk.Status {
-	kept := state.KeptFrom(own, nodeInfo, claims)
+func keptRoom(own, queue string, request quota.Resources, nodeInfo fwk.NodeInfo, claims []state.Claim) *fwk.Status {
+	kept := state.KeptFrom(own, queue, nodeInfo, claims)
 	if len(kept) == 0 {
 		return nil
 	}

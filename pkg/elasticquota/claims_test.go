@@ -20,7 +20,7 @@ func TestKeptRoom(t *testing.T) {
 	const gpu corev1.ResourceName = "nvidia.com/gpu"
 	member := builder.MakePod("ns", "g-0").Label("scheduling.x-k8s.io/pod-group", "g").GPU(2).Obj()
 	member.UID = "g-0"
-	claim := state.Claim{Key: state.PreemptorKeyFor("ns/g", member), Pod: member.UID, Node: "n", Request: quota.Resources{gpu: 2}}
+	claim := state.Claim{Key: state.PreemptorKeyFor("ns/g", member), Queue: "a", Pod: member.UID, Node: "n", Request: quota.Resources{gpu: 2}}
 	running := builder.MakePod("ns", "running").GPU(2).Obj()
 	running.Spec.NodeName = "n"
 	node := func(pods ...*corev1.Pod) *framework.NodeInfo {
@@ -35,21 +35,23 @@ func TestKeptRoom(t *testing.T) {
 	tests := []struct {
 		name   string
 		pod    *corev1.Pod
+		queue  string // the pod's, as checked
 		ni     *framework.NodeInfo
 		claims []state.Claim
 		want   string // "" for allowed, else part of the refusal
 	}{
-		{"no room kept", other, node(running), nil, ""},
-		{"another pod may not take kept room", other, node(running), []state.Claim{claim}, "nvidia.com/gpu is kept for a gang that preempted for it (2 of 4 free is kept)"},
-		{"another pod may take what is free beyond it", small, node(running), []state.Claim{claim}, ""},
-		{"the preemptor's own pods may take it", sameGang, node(running), []state.Claim{claim}, ""},
-		{"kept cards do not keep CPU", cpuOnly, node(running), []state.Claim{claim}, ""},
-		{"the nominated member already on the node counts once", small, node(running, member), []state.Claim{claim}, ""},
+		{"no room kept", other, "a", node(running), nil, ""},
+		{"another pod may not take kept room", other, "a", node(running), []state.Claim{claim}, "nvidia.com/gpu is kept for a gang that preempted for it (2 of 4 free is kept)"},
+		{"another pod may take what is free beyond it", small, "a", node(running), []state.Claim{claim}, ""},
+		{"the preemptor's own pods may take it", sameGang, "a", node(running), []state.Claim{claim}, ""},
+		{"not as pods of another queue", sameGang, "c", node(running), []state.Claim{claim}, "nvidia.com/gpu is kept for a gang that preempted for it (2 of 4 free is kept)"},
+		{"kept cards do not keep CPU", cpuOnly, "a", node(running), []state.Claim{claim}, ""},
+		{"the nominated member already on the node counts once", small, "a", node(running, member), []state.Claim{claim}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			k, _ := gang.Of(tc.pod)
-			st := keptRoom(state.PreemptorKeyFor(k, tc.pod), quota.PodRequests(tc.pod), tc.ni, tc.claims)
+			st := keptRoom(state.PreemptorKeyFor(k, tc.pod), tc.queue, quota.PodRequests(tc.pod), tc.ni, tc.claims)
 			switch {
 			case tc.want == "" && !st.IsSuccess():
 				t.Errorf("refused: %v", st)

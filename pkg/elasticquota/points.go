@@ -172,7 +172,7 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	}
 	if node := nodeInfo.Node(); node != nil {
 		if claims := p.state.ClaimsOn(node.Name); len(claims) > 0 {
-			return keptRoom(p.state.PreemptorKeyOf(pod), quota.PodRequests(pod), nodeInfo, claims)
+			return keptRoom(p.state.PreemptorKeyOf(pod), s.queue, quota.PodRequests(pod), nodeInfo, claims)
 		}
 	}
 	return nil

@@ -35,17 +35,23 @@ type Claim struct {
 // useClaimLocked notes that pod is placed on node: its own claim is done,
 // or, for another pod of the same preemptor (any pod of a gang may be one
 // of its min), a claim of the preemptor's on that node, whose room it took.
+// Only room made for the queue the pod is placed in is its to take
+// (KeptFrom): a member moved to another queue leaves its gang's room kept.
 func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 	pr := s.preemptions.of(s.PreemptorKeyOf(pod))
-	if pr == nil {
+	e := s.books.pods[pod.UID]
+	if pr == nil || e == nil {
 		return
 	}
 	// Its own room on node, else a sibling's there, else its own elsewhere
 	// (placed on another node, it needs that room no more).
 	c, ok := pr.claims[pod.UID]
+	if ok && c.Queue != e.Queue {
+		return
+	}
 	if !ok || c.Node != node {
 		for _, other := range pr.claims {
-			if other.Node == node {
+			if other.Node == node && other.Queue == e.Queue {
 				c, ok = other, true
 				break
 			}
@@ -159,18 +165,20 @@ func unnominate(fw Framework, pods []*corev1.Pod) {
 func (s *State) ClaimsOn(node string) []Claim { return s.preemptions.on(node) }
 
 // KeptFrom is the room kept on a node from a pod whose own claims are kept
-// under own (State.PreemptorKeyOf): what the claims there of other
-// preemptors keep for members not yet on the node (nominated members the
-// framework put on it for a Filter count once). nil when nothing is kept
-// from it.
-func KeptFrom(own string, nodeInfo fwk.NodeInfo, claims []Claim) quota.Resources {
+// under own (State.PreemptorKeyOf), checked in queue: what the claims there
+// of other preemptors keep for members not yet on the node (nominated
+// members the framework put on it for a Filter count once). Room made for
+// the pod's gang in another queue is kept from it too: a member moved to
+// another queue must not take, as that queue's, room its gang reclaimed
+// for the first. nil when nothing is kept from it.
+func KeptFrom(own, queue string, nodeInfo fwk.NodeInfo, claims []Claim) quota.Resources {
 	if len(claims) == 0 {
 		return nil
 	}
 	var kept quota.Resources
 	var on map[types.UID]bool
 	for _, c := range claims {
-		if c.Key == own {
+		if c.Key == own && c.Queue == queue {
 			continue
 		}
 		if on == nil {

@@ -436,6 +436,25 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 		}
 	})
 
+	t.Run("a member moved to another queue takes no room", func(t *testing.T) {
+		s, g := setup()
+		s.OnQueue(builder.MakeQueue("c").Obj())
+		pre, _, _ := s.PreemptorOf(g[0])
+		s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "n"})
+		s.Flush(&fake.Framework{})
+		moved := g[2].DeepCopy()
+		moved.Labels[v1alpha1.QueueLabel] = "c"
+		s.OnPod(moved)
+		if st := s.Reserve(moved, "n"); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		fw := &fake.Framework{Client: kubefake.NewClientset(g[0], g[1])}
+		s.Flush(fw)
+		if got := claimsOf(s); len(got) != 2 || len(fw.Cleared()) != 0 {
+			t.Errorf("claims %v, cleared nominations %v: want both members' room kept for queue q, none taken as c's", got, fw.Cleared())
+		}
+	})
+
 	t.Run("a member placed on its sibling's node", func(t *testing.T) {
 		s, g := setup()
 		pre, _, _ := s.PreemptorOf(g[0])
