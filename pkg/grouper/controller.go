@@ -222,11 +222,14 @@ func (g *Grouper) groupOnce(ctx context.Context, req reconcile.Request, pod *cor
 	if ref == nil {
 		return g.group(ctx, pod) // no siblings
 	}
-	if !g.grouping.start(ref.UID, req) {
+	// Keyed by namespace too: controller UIDs are not secret, and a pod
+	// in another namespace naming this one's must not hold its rulings.
+	key := ownerKey(pod.Namespace, ref.UID)
+	if !g.grouping.start(key, req) {
 		return reconcile.Result{}, nil
 	}
 	defer func() {
-		waiting := g.grouping.done(ref.UID)
+		waiting := g.grouping.done(key)
 		g.mu.Lock()
 		q := g.queue
 		g.mu.Unlock()

@@ -43,32 +43,33 @@ func (r *retries) forget(uid types.UID) {
 // they are set aside, and asked for again once it is done.
 type grouping struct {
 	mu    sync.Mutex
-	under map[types.UID][]reconcile.Request
+	under map[string][]reconcile.Request
 }
 
-// start tells whether the caller may rule on the pods of controller uid:
-// false if another reconcile is, which then asks for req again (done).
-func (g *grouping) start(uid types.UID, req reconcile.Request) bool {
+// start tells whether the caller may rule on the pods of the controller
+// of key (ownerKey): false if another reconcile is, which then asks for
+// req again (done).
+func (g *grouping) start(key string, req reconcile.Request) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.under == nil {
-		g.under = map[types.UID][]reconcile.Request{}
+		g.under = map[string][]reconcile.Request{}
 	}
-	if waiting, ok := g.under[uid]; ok {
-		g.under[uid] = append(waiting, req)
+	if waiting, ok := g.under[key]; ok {
+		g.under[key] = append(waiting, req)
 		return false
 	}
-	g.under[uid] = nil
+	g.under[key] = nil
 	return true
 }
 
-// done ends the ruling on controller uid's pods and returns the requests
-// set aside meanwhile: a pod that came after its siblings were read is
-// ruled on by its own.
-func (g *grouping) done(uid types.UID) []reconcile.Request {
+// done ends the ruling on the pods of key's controller and returns the
+// requests set aside meanwhile: a pod that came after its siblings were
+// read is ruled on by its own.
+func (g *grouping) done(key string) []reconcile.Request {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	waiting := g.under[uid]
-	delete(g.under, uid)
+	waiting := g.under[key]
+	delete(g.under, key)
 	return waiting
 }

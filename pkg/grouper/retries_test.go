@@ -13,7 +13,7 @@ func TestGrouping(t *testing.T) {
 		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
 	}
 	type step struct {
-		start, done types.UID
+		start, done string
 		req         string
 		want        bool                // start's answer
 		asked       []reconcile.Request // done's answer
