@@ -270,6 +270,9 @@ func (s *State) refreshGangLocked(g *gangEntry) {
 		s.books.gangAdmitted.LoadOrStore(k, s.clock.Now())
 		s.releasedLocked(g, splitHolder)
 		s.wakePendingLocked(g)
+		// Members of an attempt its PodGroup's deletion ended, not yet
+		// back from Permit when it is made again: nothing else wakes them.
+		s.activateLocked(leavingAttempt(g))
 	}
 	g.admissible = admissible
 	s.observeMinBoundLocked(g)

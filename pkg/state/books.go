@@ -26,9 +26,12 @@ type books struct {
 	inNamespace index[string, *podEntry]
 	// podsOn indexes placed pods by node (a relabelled node recharges them).
 	podsOn index[string, *podEntry]
-	// podsByController indexes pods by their controller's UID (an owner's
-	// preemptibility label reclassifies them, owners.go).
-	podsByController index[types.UID, *podEntry]
+	// podsByController indexes pods by their namespace and their
+	// controller's UID (controllerKey): an owner's preemptibility label
+	// reclassifies them (owners.go), and the grouper rules on a workload's
+	// pods together. The namespace keeps pods of another namespace that
+	// name the UID (it is not secret) out of a workload's walks.
+	podsByController index[string, *podEntry]
 	// claimUsers indexes pending pods by the ResourceClaims they name, as
 	// namespace/name (resourceclaims.go).
 	claimUsers index[string, *podEntry]
@@ -90,7 +93,7 @@ func newBooks() books {
 		namespaces:       map[string]map[string]string{},
 		inNamespace:      index[string, *podEntry]{},
 		podsOn:           index[string, *podEntry]{},
-		podsByController: index[types.UID, *podEntry]{},
+		podsByController: index[string, *podEntry]{},
 		claimUsers:       index[string, *podEntry]{},
 		foreign:          map[types.UID]gang.Key{},
 		unverified:       map[types.UID]*podEntry{},
@@ -159,14 +162,17 @@ func (b *books) setPod(e *podEntry, pod *corev1.Pod) {
 // owner references change (a controller releases or adopts a pod), and an
 // entry left under the old controller would outlive the pod.
 func (b *books) fileController(e *podEntry) {
-	uid := controllerUID(e)
-	if uid == e.controller {
+	key := ""
+	if uid := controllerUID(e); uid != "" {
+		key = controllerKey(e.pod.Namespace, uid)
+	}
+	if key == e.controller {
 		return
 	}
 	b.podsByController.remove(e.controller, e.pod.UID)
-	e.controller = uid
-	if uid != "" {
-		b.podsByController.add(uid, e.pod.UID, e)
+	e.controller = key
+	if key != "" {
+		b.podsByController.add(key, e.pod.UID, e)
 	}
 }
 

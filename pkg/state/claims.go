@@ -82,6 +82,20 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 	s.activateLocked(slices.Values(pr.members))
 }
 
+// leftPreemptionQueueLocked ends the preemption under way for a pending
+// pod's preemptor when the pod moves to a queue other than the one that
+// preemption was for: the room it made is kept from the pod now
+// (KeptFrom), and while it is under way the pod's gang may not preempt in
+// its new queue (PreemptorOf). The members are woken to be tried anew.
+func (s *State) leftPreemptionQueueLocked(e *podEntry, queue string) {
+	pr := s.preemptions.of(s.PreemptorKeyOf(e.pod))
+	if pr == nil || pr.queue == queue {
+		return
+	}
+	s.endPreemptionLocked(pr, true)
+	s.activateLocked(slices.Values(pr.members))
+}
+
 // unuseClaimLocked keeps the room again that pod took from its
 // preemptor's claims, when pod gives it back (unreserved) while the
 // preemption is under way.

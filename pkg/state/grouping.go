@@ -157,7 +157,7 @@ func (s *State) AwaitingGroupingUnder(pod *corev1.Pod) []*corev1.Pod {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []*corev1.Pod
-	for _, e := range s.books.podsByController[ref.UID] {
+	for _, e := range s.books.podsByController[controllerKey(pod.Namespace, ref.UID)] {
 		if e.awaitsGrouping() && e.Gang == "" && e.pod.Namespace == pod.Namespace && sameController(e.pod, ref) &&
 			s.settings.GroupedKinds.Groupable(e.pod, s.settings.SchedulerName) {
 			out = append(out, e.pod)
@@ -366,7 +366,7 @@ func (s *State) PlacedAloneUnder(pod *corev1.Pod) bool {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, e := range s.books.podsByController[ref.UID] {
+	for _, e := range s.books.podsByController[controllerKey(pod.Namespace, ref.UID)] {
 		if e.placed() && e.Gang == "" && e.pod.Namespace == pod.Namespace && sameController(e.pod, ref) {
 			return true
 		}

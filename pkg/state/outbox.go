@@ -99,6 +99,20 @@ func (s *State) activateLocked(pods iter.Seq[*corev1.Pod]) {
 	s.out.push(func(fw Framework) { fw.Activate(klog.Background(), wake) })
 }
 
+// leavingAttempt are a gang's members reserved in an attempt that has
+// failed, on their way back to the scheduling queue: woken, they are
+// tried again as soon as they are back (kube-scheduler keeps the wake of
+// a pod in flight).
+func leavingAttempt(g *gangEntry) iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for _, e := range g.members {
+			if e.placed() && !e.bound && e.tryAttempt != g.attempt && !yield(e.pod) {
+				return
+			}
+		}
+	}
+}
+
 // pending are a gang's members not placed.
 func pending(g *gangEntry) iter.Seq[*corev1.Pod] {
 	return func(yield func(*corev1.Pod) bool) {

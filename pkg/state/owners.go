@@ -51,7 +51,7 @@ func (s *State) ownerHandler() cache.ResourceEventHandler {
 			case metav1.GetControllerOfNoCopy(o) != nil:
 				// A ReplicaSet or Job seen after its pods: they may now
 				// reach a top-level owner with the label.
-				s.controllerSeen(o.GetUID())
+				s.controllerSeen(o.GetNamespace(), o.GetUID())
 			}
 			s.ownerSeen(obj, o)
 		},
@@ -65,7 +65,7 @@ func (s *State) ownerHandler() cache.ResourceEventHandler {
 			if old != nil && old.GetUID() != o.GetUID() {
 				// Deleted and made again under its name while a watch was
 				// down: delivered as an update. Its pods are new to it.
-				s.controllerSeen(o.GetUID())
+				s.controllerSeen(o.GetNamespace(), o.GetUID())
 				s.ownerSeen(newObj, o)
 			}
 			if had != has || before != after {
@@ -101,7 +101,7 @@ func (s *State) ownerChanged(owner metav1.Object) {
 		}
 	}
 	for _, uid := range controllers {
-		for _, e := range s.books.podsByController[uid] {
+		for _, e := range s.books.podsByController[controllerKey(ns, uid)] {
 			e.owner = s.wiring.kube.owners.Labels(e.pod)
 			s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 		}
@@ -112,10 +112,10 @@ func (s *State) ownerChanged(owner metav1.Object) {
 // controlled (a ReplicaSet, a Job) controls, when it is first seen: a pod
 // seen before it could not reach its top-level owner. It costs a map
 // lookup when the controller has no pods yet, as when it is just created.
-func (s *State) controllerSeen(uid types.UID) {
+func (s *State) controllerSeen(ns string, uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range s.books.podsByController[uid] {
+	for _, e := range s.books.podsByController[controllerKey(ns, uid)] {
 		e.owner = s.wiring.kube.owners.Labels(e.pod)
 		s.setFactsLocked(e, s.factsLocked(e.pod, e.owner))
 	}
@@ -210,6 +210,10 @@ func (s *State) ownerSeen(obj any, o metav1.Object) {
 	}
 	s.activateLocked(slices.Values(woken))
 }
+
+// controllerKey is what pods of namespace ns whose controller has uid are
+// indexed under (books.podsByController).
+func controllerKey(ns string, uid types.UID) string { return ns + "/" + string(uid) }
 
 // controllerUID is the UID of a pod's controller, "" if it has none.
 func controllerUID(e *podEntry) types.UID {

@@ -74,8 +74,8 @@ type podEntry struct {
 	placedAs *placement
 	// waitsFor is the owner the pod is filed as waiting for (owners.go).
 	waitsFor string
-	// controller is the controller UID the pod is indexed under (books.go).
-	controller types.UID
+	// controller is the controllerKey the pod is indexed under (books.go).
+	controller string
 	// terminating: the placed pod is being deleted. It has left its gang
 	// and keeps its node and its charge until it is gone (terminating.go).
 	terminating bool
@@ -208,6 +208,9 @@ func (s *State) setFactsLocked(e *podEntry, f Facts) {
 		s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
 	}
 	if f.Queue != e.Queue {
+		if !e.placed() {
+			s.leftPreemptionQueueLocked(e, f.Queue)
+		}
 		if e.placed() {
 			s.roomFreedLocked(e.Queue)
 		} else if s.waitingLocked(e) {

@@ -312,7 +312,7 @@ func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev
 			}
 		}
 	}
-	pr := &preemption{key: p.Key, victims: sets.New(victims...), claims: map[types.UID]Claim{}, used: map[types.UID]Claim{},
+	pr := &preemption{key: p.Key, queue: p.Queue, victims: sets.New(victims...), claims: map[types.UID]Claim{}, used: map[types.UID]Claim{},
 		evicted: evicted, deadline: s.clock.Now().Add(grace + claimTTL)}
 	for pod, node := range nominated {
 		pr.members = append(pr.members, pod)

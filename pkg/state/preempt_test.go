@@ -436,7 +436,7 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 		}
 	})
 
-	t.Run("a member moved to another queue takes no room", func(t *testing.T) {
+	t.Run("a member moved to another queue ends the preemption", func(t *testing.T) {
 		s, g := setup()
 		s.OnQueue(builder.MakeQueue("c").Obj())
 		pre, _, _ := s.PreemptorOf(g[0])
@@ -445,13 +445,30 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 		moved := g[2].DeepCopy()
 		moved.Labels[v1alpha1.QueueLabel] = "c"
 		s.OnPod(moved)
-		if st := s.Reserve(moved, "n"); !st.IsSuccess() {
+		fw := &fake.Framework{Client: kubefake.NewClientset(g[0], g[1])}
+		s.Flush(fw)
+		if got := claimsOf(s); len(got) != 0 || s.PreemptionUnderWay(g[0]) {
+			t.Errorf("claims %v after a member moved to queue c: want the preemption for q ended, its room given up", got)
+		}
+		if got := strings.Join(fw.Activated(), ","); got != "ns/g-0,ns/g-1" {
+			t.Errorf("woke %q, want the members ns/g-0,ns/g-1", got)
+		}
+	})
+
+	t.Run("room made for one queue is not taken as another's", func(t *testing.T) {
+		s, g := setup()
+		s.OnQueue(builder.MakeQueue("c").Obj())
+		pre, _, _ := s.PreemptorOf(g[0])
+		pre.Queue = "c" // made for c, while the members are in q
+		s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "n"})
+		s.Flush(&fake.Framework{})
+		if st := s.Reserve(g[2], "n"); !st.IsSuccess() {
 			t.Fatal(st)
 		}
 		fw := &fake.Framework{Client: kubefake.NewClientset(g[0], g[1])}
 		s.Flush(fw)
 		if got := claimsOf(s); len(got) != 2 || len(fw.Cleared()) != 0 {
-			t.Errorf("claims %v, cleared nominations %v: want both members' room kept for queue q, none taken as c's", got, fw.Cleared())
+			t.Errorf("claims %v, cleared nominations %v: want both members' room kept for c, none taken as q's", got, fw.Cleared())
 		}
 	})
 
@@ -611,6 +628,40 @@ func TestNewPodGroupDoesNotInheritBackoff(t *testing.T) {
 	s.OnPodGroup(again)
 	if st, _ := s.GangStatus("ns/g"); !st.BackoffUntil.IsZero() || st.LastFailure != "" {
 		t.Errorf("a PodGroup made again backs off until %v after %q; want no backoff", st.BackoffUntil, st.LastFailure)
+	}
+}
+
+// TestPodGroupMadeAgainWakesMembersLeavingPermit: members reserved when
+// their PodGroup is deleted, and still on their way back from Permit when
+// it is made again, are woken: the gang became admissible while they were
+// placed, and no other event tells kube-scheduler to try them again.
+func TestPodGroupMadeAgainWakesMembersLeavingPermit(t *testing.T) {
+	s, _ := newTestState()
+	s.OnQueue(builder.MakeQueue("q").Obj())
+	s.OnNode(builder.MakeNode("n").GPU(h200, 8).Obj())
+	pg := podGroup("g", 2, nil)
+	s.OnPodGroup(pg)
+	g := []*corev1.Pod{member("g", 0), member("g", 1)}
+	for _, p := range g {
+		s.OnPod(p)
+	}
+	for _, p := range g {
+		if _, st := s.TryStart(p); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		if st := s.Reserve(p, "n"); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+	}
+	s.OnPodGroupGone(pg)
+	s.Flush(&fake.Framework{})
+	again := pg.DeepCopy()
+	again.UID = "pg-g-made-again"
+	s.OnPodGroup(again)
+	fw := &fake.Framework{}
+	s.Flush(fw)
+	if got := strings.Join(fw.Activated(), ","); got != "ns/g-0,ns/g-1" {
+		t.Errorf("woke %q, want the members leaving Permit ns/g-0,ns/g-1", got)
 	}
 }
 

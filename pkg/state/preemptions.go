@@ -44,7 +44,10 @@ func newPreemptions() preemptions {
 // they are gone, and the room kept on nodes for its members until they are
 // placed.
 type preemption struct {
-	key     string
+	key string
+	// queue is the preemptor's queue when it preempted: the room is made
+	// for it (Claim.Queue).
+	queue   string
 	victims sets.Set[types.UID]
 	// claims are, per member, the node its room is kept on.
 	claims map[types.UID]Claim

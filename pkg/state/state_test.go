@@ -266,7 +266,7 @@ func TestReleasedPodLeavesNoEntry(t *testing.T) {
 			}
 			s.mu.RLock()
 			last := tc.owned[len(tc.owned)-1]
-			if got := len(s.books.podsByController[last]); last != "" && got != 1 {
+			if got := len(s.books.podsByController[controllerKey(p.Namespace, last)]); last != "" && got != 1 {
 				t.Errorf("filed under %s: %d pods, want 1", last, got)
 			}
 			s.mu.RUnlock()
