@@ -82,18 +82,37 @@ func (s *State) useClaimLocked(pod *corev1.Pod, node string) {
 	s.activateLocked(slices.Values(pr.members))
 }
 
-// leftPreemptionQueueLocked ends the preemption under way for a pending
-// pod's preemptor when the pod moves to a queue other than the one that
-// preemption was for: the room it made is kept from the pod now
-// (KeptFrom), and while it is under way the pod's gang may not preempt in
-// its new queue (PreemptorOf). The members are woken to be tried anew.
-func (s *State) leftPreemptionQueueLocked(e *podEntry, queue string) {
-	pr := s.preemptions.of(s.PreemptorKeyOf(e.pod))
-	if pr == nil || pr.queue == queue {
+// leftPreemptionQueueLocked gives up the room a preemption kept once the
+// pending members of its preemptor have all left the queue it was for, e
+// last (moved within its gang): the room is kept from them (KeptFrom), and
+// while the preemption is under way their gang may not preempt in its new
+// queue (PreemptorOf). While victims are still going the preemption stands
+// (they count as going, and no second round starts); the room is given up
+// when they are gone (victimGoneLocked).
+func (s *State) leftPreemptionQueueLocked(e *podEntry) {
+	pr := s.preemptions.of(PreemptorKeyFor(e.Gang, e.pod))
+	if pr == nil || pr.victims.Len() > 0 || !s.leftQueueLocked(pr) {
 		return
 	}
 	s.endPreemptionLocked(pr, true)
 	s.activateLocked(slices.Values(pr.members))
+}
+
+// leftQueueLocked tells whether pr's members have all left the queue it
+// was for: none that is pending is in it, and one that is not moved.
+func (s *State) leftQueueLocked(pr *preemption) bool {
+	moved := false
+	for _, m := range pr.members {
+		e := s.books.pods[m.UID]
+		if e == nil || e.placed() {
+			continue
+		}
+		if e.Queue == pr.queue {
+			return false
+		}
+		moved = true
+	}
+	return moved
 }
 
 // unuseClaimLocked keeps the room again that pod took from its

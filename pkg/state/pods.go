@@ -207,10 +207,12 @@ func (s *State) setFactsLocked(e *podEntry, f Facts) {
 		// Its namespace may use the queue now.
 		s.activateLocked(slices.Values([]*corev1.Pod{e.pod}))
 	}
+	if f.Queue != e.Queue && !e.placed() && f.Gang == e.Gang {
+		// Once its facts are set, below: whether its gang left the queue
+		// its preemption was for counts this pod in its new queue.
+		defer s.leftPreemptionQueueLocked(e)
+	}
 	if f.Queue != e.Queue {
-		if !e.placed() {
-			s.leftPreemptionQueueLocked(e, f.Queue)
-		}
 		if e.placed() {
 			s.roomFreedLocked(e.Queue)
 		} else if s.waitingLocked(e) {

@@ -327,6 +327,11 @@ func (s *State) Preempted(p Preemptor, victims []types.UID, nominated map[*corev
 // preemptor's members.
 func (s *State) victimGoneLocked(uid types.UID) {
 	if pr := s.preemptions.victimGone(uid, s.clock.Now()); pr != nil {
+		if len(pr.claims) > 0 && s.leftQueueLocked(pr) {
+			// Members moved to another queue while the victims went: the
+			// room is not theirs to take (leftPreemptionQueueLocked).
+			s.endPreemptionLocked(pr, true)
+		}
 		s.activateLocked(slices.Values(pr.members))
 	}
 }

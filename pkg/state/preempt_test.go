@@ -436,22 +436,51 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 		}
 	})
 
-	t.Run("a member moved to another queue ends the preemption", func(t *testing.T) {
+	// moveTo relabels pods into queue c, one by one, and tells whether the
+	// preemption for the first is still under way after each.
+	moveTo := func(s *State, pods ...*corev1.Pod) []bool {
+		var under []bool
+		for _, p := range pods {
+			moved := p.DeepCopy()
+			moved.Labels[v1alpha1.QueueLabel] = "c"
+			s.OnPod(moved)
+			under = append(under, s.PreemptionUnderWay(pods[0]))
+		}
+		return under
+	}
+
+	t.Run("members that all left the queue give up its room", func(t *testing.T) {
 		s, g := setup()
 		s.OnQueue(builder.MakeQueue("c").Obj())
 		pre, _, _ := s.PreemptorOf(g[0])
 		s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "n"})
 		s.Flush(&fake.Framework{})
-		moved := g[2].DeepCopy()
-		moved.Labels[v1alpha1.QueueLabel] = "c"
-		s.OnPod(moved)
+		if got := moveTo(s, g[2], g[0], g[1]); !cmp.Equal(got, []bool{true, true, false}) {
+			t.Errorf("under way after each move: %v, want until the last member in q left", got)
+		}
 		fw := &fake.Framework{Client: kubefake.NewClientset(g[0], g[1])}
 		s.Flush(fw)
-		if got := claimsOf(s); len(got) != 0 || s.PreemptionUnderWay(g[0]) {
-			t.Errorf("claims %v after a member moved to queue c: want the preemption for q ended, its room given up", got)
+		if got := claimsOf(s); len(got) != 0 {
+			t.Errorf("claims %v once every member left q: want its room given up", got)
 		}
 		if got := strings.Join(fw.Activated(), ","); got != "ns/g-0,ns/g-1" {
 			t.Errorf("woke %q, want the members ns/g-0,ns/g-1", got)
+		}
+	})
+
+	t.Run("the preemption stands while its victims go", func(t *testing.T) {
+		s, g := setup()
+		s.OnQueue(builder.MakeQueue("c").Obj())
+		victim := bound(single("low"), "m")
+		s.OnPod(victim)
+		pre, _, _ := s.PreemptorOf(g[0])
+		s.Preempted(pre, []types.UID{victim.UID}, map[*corev1.Pod]string{g[0]: "n", g[1]: "n"})
+		if got := moveTo(s, g[0], g[1], g[2]); !cmp.Equal(got, []bool{true, true, true}) {
+			t.Errorf("under way after each move: %v, want it to stand while its victim goes", got)
+		}
+		s.OnPodDeleted(victim)
+		if s.PreemptionUnderWay(g[0]) || len(claimsOf(s)) != 0 {
+			t.Errorf("claims %v once the victim is gone: want the room given up, its members in c", claimsOf(s))
 		}
 	})
 
