@@ -13,6 +13,11 @@ import (
 const (
 	attemptMetric = "scheduler_scheduling_attempt_duration_seconds"
 	pluginMetric  = "scheduler_plugin_execution_duration_seconds"
+	// A scheduled pod's attempt runs from its pop to its bind: the
+	// algorithm (PreFilter to Score), then Reserve, Permit and, in the
+	// binding cycle, the Bind call to the API server. These two split it.
+	algorithmMetric      = "scheduler_scheduling_algorithm_duration_seconds"
+	extensionPointMetric = "scheduler_framework_extension_point_duration_seconds"
 )
 
 // metricSet is one scrape of a scheduler's /metrics.
@@ -46,6 +51,27 @@ func (m *metricSet) histograms(name string, labels map[string]string) testutil.H
 // attempt is the q-quantile of successful scheduling attempts, in ms.
 func (m *metricSet) attempt(q float64) float64 {
 	vec := m.histograms(attemptMetric, map[string]string{"result": "scheduled"})
+	if vec.GetAggregatedSampleCount() == 0 {
+		return 0
+	}
+	return vec.Quantile(q) * 1000
+}
+
+// algorithm is the q-quantile of the scheduling algorithm's time, in ms:
+// the part of an attempt that is the scheduler's own work on the pod.
+func (m *metricSet) algorithm(q float64) float64 {
+	return m.quantile(algorithmMetric, nil, q)
+}
+
+// bind is the q-quantile of successful Bind extension points, in ms: the
+// part of an attempt spent writing the binding to the API server, which
+// grows with how fast pods are scheduled, not with how.
+func (m *metricSet) bind(q float64) float64 {
+	return m.quantile(extensionPointMetric, map[string]string{"extension_point": "Bind", "status": "Success"}, q)
+}
+
+func (m *metricSet) quantile(name string, labels map[string]string, q float64) float64 {
+	vec := m.histograms(name, labels)
 	if vec.GetAggregatedSampleCount() == 0 {
 		return 0
 	}
