@@ -95,7 +95,9 @@ func (p *preemptions) end(pr *preemption) {
 	for uid := range pr.claims {
 		delete(p.claimOf, uid)
 	}
-	delete(p.underWay, pr.key)
+	if p.underWay[pr.key] == pr {
+		delete(p.underWay, pr.key) // not a newer preemption of the same preemptor
+	}
 	for _, c := range pr.claims {
 		p.publish(c.Node)
 	}
