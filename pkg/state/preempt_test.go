@@ -414,9 +414,15 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 		return out
 	}
 
-	t.Run("a pod without room of its own", func(t *testing.T) {
+	// thirdOnTheirNode keeps room on n for the first two members, made for
+	// queue (their own, q, unless set), and places the third member on n.
+	thirdOnTheirNode := func(t *testing.T, queue string) (*State, *fake.Framework) {
 		s, g := setup()
+		s.OnQueue(builder.MakeQueue("c").Obj())
 		pre, _, _ := s.PreemptorOf(g[0])
+		if queue != "" {
+			pre.Queue = queue
+		}
 		s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "n"})
 		s.Flush(&fake.Framework{})
 		if st := s.Reserve(g[2], "n"); !st.IsSuccess() {
@@ -424,6 +430,11 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 		}
 		fw := &fake.Framework{Client: kubefake.NewClientset(g[0], g[1])}
 		s.Flush(fw)
+		return s, fw
+	}
+
+	t.Run("a pod without room of its own", func(t *testing.T) {
+		s, fw := thirdOnTheirNode(t, "")
 		claims := claimsOf(s)
 		if len(claims) != 1 || len(fw.Cleared()) != 1 {
 			t.Fatalf("claims %v, cleared nominations %v: want one member's room kept and the other's nomination cleared", claims, fw.Cleared())
@@ -485,17 +496,7 @@ func TestSiblingTakingRoomClearsStaleNomination(t *testing.T) {
 	})
 
 	t.Run("room made for one queue is not taken as another's", func(t *testing.T) {
-		s, g := setup()
-		s.OnQueue(builder.MakeQueue("c").Obj())
-		pre, _, _ := s.PreemptorOf(g[0])
-		pre.Queue = "c" // made for c, while the members are in q
-		s.Preempted(pre, nil, map[*corev1.Pod]string{g[0]: "n", g[1]: "n"})
-		s.Flush(&fake.Framework{})
-		if st := s.Reserve(g[2], "n"); !st.IsSuccess() {
-			t.Fatal(st)
-		}
-		fw := &fake.Framework{Client: kubefake.NewClientset(g[0], g[1])}
-		s.Flush(fw)
+		s, fw := thirdOnTheirNode(t, "c") // made for c, while the members are in q
 		if got := claimsOf(s); len(got) != 2 || len(fw.Cleared()) != 0 {
 			t.Errorf("claims %v, cleared nominations %v: want both members' room kept for c, none taken as q's", got, fw.Cleared())
 		}
