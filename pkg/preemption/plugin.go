@@ -163,7 +163,7 @@ func (p *Plugin) reachOf(pod *corev1.Pod, statuses fwk.NodeToStatusReader, nodes
 	if p.state.Settings().CardRoomFirst {
 		r.cards = p.state.IsCardResource
 	}
-	if m, ok := statuses.(interface{ Len() int }); !ok || m.Len() == 0 {
+	if ran, known := state.FilterRan(statuses); !known || !ran {
 		return r, nil
 	}
 	unresolvable, err := statuses.NodesForStatusCode(nodes, fwk.UnschedulableAndUnresolvable)

@@ -36,7 +36,10 @@ const rewakeAfter = 100 * time.Millisecond
 // no node, and narrowing kept the pod from nothing. A second call in the same cycle returns the same status.
 func (s *State) AfterNarrowingMiss(cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) *fwk.Status {
 	d, err := cs.Read(narrowedKey)
-	if err != nil || !filtered(statuses) {
+	// A reader that cannot say is taken to have filtered: the pod then
+	// loses one cycle, not a chance to preempt, as it is tried on every
+	// node next.
+	if ran, known := FilterRan(statuses); err != nil || known && !ran {
 		return nil
 	}
 	n, ok := d.(narrowing)
@@ -90,14 +93,13 @@ func (s *State) rewakeLocked(pod *corev1.Pod) {
 	})
 }
 
-// filtered tells whether the cycle's Filter ran on some node: a PreFilter's
-// refusal leaves every node with the one status it gave, none of their
-// own. A reader that cannot say is taken to have filtered: the pod then
-// loses one cycle, not a chance to preempt, as it is tried on every node
-// next.
-func filtered(statuses fwk.NodeToStatusReader) bool {
+// FilterRan tells whether the cycle's Filter ran on some node (a
+// PreFilter's refusal leaves every node with the one status it gave, none
+// of their own), and whether the reader could say: each caller decides
+// what a reader that cannot say means for it.
+func FilterRan(statuses fwk.NodeToStatusReader) (ran, known bool) {
 	if m, ok := statuses.(interface{ Len() int }); ok {
-		return m.Len() > 0
+		return m.Len() > 0, true
 	}
-	return true
+	return false, false
 }
