@@ -2,7 +2,6 @@ package grouper
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -341,31 +339,6 @@ func (g *Grouper) ungroup(pod *corev1.Pod, pods []*corev1.Pod) (reconcile.Result
 		return reconcile.Result{RequeueAfter: retryUnseen}, nil
 	}
 	return reconcile.Result{}, nil
-}
-
-// labelBound labels a pod, bound in the gang the grouper put it in, with
-// its PodGroup, as the Binding did not (API servers before 1.35): one
-// write per pod, after it is bound, where newer servers need none.
-//
-// Only for a gang the grouper made (a PodGroup of that name marked as
-// Cardinal's): the annotation is the pod's, and a tenant may write it.
-func (g *Grouper) labelBound(ctx context.Context, pod *corev1.Pod) error {
-	name := pod.Annotations[v1alpha1.PodGroupAnnotation]
-	if len(validation.IsValidLabelValue(name)) > 0 {
-		return nil
-	}
-	if pg, err := g.podGroup(pod.Namespace, name); err != nil || pg.Annotations[v1alpha1.GroupedByAnnotation] == "" {
-		return client.IgnoreNotFound(err)
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{schedv1alpha1.PodGroupLabel: name}}})
-	if err != nil {
-		return err
-	}
-	err = g.client.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
-	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-		return nil // gone, or refused for good: asked again on its next change
-	}
-	return err
 }
 
 // ensure makes or mends the PodGroup plan asks for; false when a PodGroup

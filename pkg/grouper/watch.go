@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"cardinal.dev/cardinal/apis/scheduling/v1alpha1"
 	"cardinal.dev/cardinal/pkg/gang"
 	"cardinal.dev/cardinal/pkg/workload"
 )
@@ -156,12 +155,4 @@ func (g *Grouper) replicaSetsOf(obj metav1.Object) []types.UID {
 		}
 	}
 	return out
-}
-
-// unlabelledBound tells whether pod was bound in the gang the grouper put
-// it in by an API server that took its label from the Binding, as servers
-// before 1.35 do not: it carries the gang's annotation and not its label,
-// which label-selected caches and tools read (labelBound).
-func unlabelledBound(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName != "" && pod.Annotations[v1alpha1.PodGroupAnnotation] != "" && pod.Labels[schedv1alpha1.PodGroupLabel] == ""
 }
