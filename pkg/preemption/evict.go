@@ -112,8 +112,14 @@ func (p *Plugin) actuate(ctx context.Context, pod *corev1.Pod, pre state.Preempt
 		}
 		p.handle.EventRecorder().Eventf(v.pod, pod, corev1.EventTypeNormal, reason, "Preempting", "%s", v.why)
 	}, Name)
+	pods := p.handle.SharedInformerFactory().Core().V1().Pods().Lister()
 	for _, m := range res.members {
 		if m.pod.UID == pod.UID {
+			continue
+		}
+		// A member bound, or gone, by now may not be nominated: the API
+		// server refuses a nomination on a bound pod.
+		if now, err := pods.Pods(m.pod.Namespace).Get(m.pod.Name); err != nil || now.UID != m.pod.UID || now.Spec.NodeName != "" || now.Status.NominatedNodeName == m.node {
 			continue
 		}
 		status := m.pod.Status.DeepCopy()

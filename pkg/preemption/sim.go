@@ -44,10 +44,16 @@ type need struct {
 //     (state.Settings.CardRoomFirst), a node without the cards a member
 //     asks for left, or without room for one more pod, is refused by
 //     arithmetic before the Filter plugins run. nil: not known to.
+//   - going: the pods being evicted for other preemptors (State.Evicting),
+//     on the nodes where room is kept (claimed): a plan takes their room
+//     as the nominated members it is kept for, whom the Filter plugins
+//     count there, and not as theirs too.
 type reach struct {
-	key   string
-	skip  map[string]bool
-	cards func(corev1.ResourceName) bool
+	key     string
+	skip    map[string]bool
+	cards   func(corev1.ResourceName) bool
+	claimed func(node string) bool
+	going   func(types.UID) bool
 }
 
 // membersOf reads the preemptor's missing pods once for every placement a
@@ -110,6 +116,23 @@ func newSim(ctx context.Context, h fwk.Handle, r *reach) (*sim, error) {
 	s := &sim{ctx: ctx, h: h, reach: r, nodes: make(map[string]fwk.NodeInfo, len(infos)), cloned: map[string]bool{}, victims: map[types.UID]fwk.PodInfo{}}
 	for _, ni := range infos {
 		s.nodes[ni.Node().Name] = ni
+	}
+	if r.claimed == nil || r.going == nil {
+		return s, nil
+	}
+	for name, ni := range s.nodes {
+		if !r.claimed(name) {
+			continue
+		}
+		for _, pi := range ni.GetPods() {
+			if r.going(pi.GetPod().UID) {
+				// No shape exists yet: the queue books keep its charge, as
+				// the state does until it is gone (SPEC §3.7).
+				if err := s.node(name).RemovePod(klog.FromContext(ctx), pi.GetPod()); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
 	return s, nil
 }

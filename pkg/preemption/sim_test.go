@@ -238,3 +238,70 @@ func TestMembersOf(t *testing.T) {
 		})
 	}
 }
+
+// snapshotHandle is a framework handle that has only a snapshot.
+type snapshotHandle struct {
+	fwk.Handle
+	snapshot *cache.Snapshot
+}
+
+func (h snapshotHandle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
+
+// TestNewSimLeavesOutGoing: on a node where room is kept, a pod being
+// evicted for another preemptor is not in the plan's copy of the node,
+// whose nominated members the Filter plugins count instead; elsewhere,
+// and in the scheduler's own snapshot, every pod stays.
+func TestNewSimLeavesOutGoing(t *testing.T) {
+	var pods []*corev1.Pod
+	var nodes []*corev1.Node
+	for _, n := range []string{"kept", "free"} {
+		nodes = append(nodes, builder.MakeNode(n).GPU("NVIDIA-H200", 8).Obj())
+		for i := range 3 {
+			p := builder.MakePod("ns", fmt.Sprintf("%s-%d", n, i)).GPU(1).Obj()
+			p.UID, p.Spec.NodeName = types.UID(p.Name), n
+			pods = append(pods, p)
+		}
+	}
+	going := map[types.UID]bool{"kept-0": true, "kept-2": true, "free-1": true}
+	tests := []struct {
+		name string
+		r    *reach
+		want map[string][]string
+	}{
+		{"going pods on claimed nodes leave", &reach{claimed: func(n string) bool { return n == "kept" }, going: func(u types.UID) bool { return going[u] }},
+			map[string][]string{"kept": {"kept-1"}, "free": {"free-0", "free-1", "free-2"}}},
+		{"no claims anywhere", &reach{claimed: func(string) bool { return false }, going: func(u types.UID) bool { return going[u] }},
+			map[string][]string{"kept": {"kept-0", "kept-1", "kept-2"}, "free": {"free-0", "free-1", "free-2"}}},
+		{"not known", &reach{},
+			map[string][]string{"kept": {"kept-0", "kept-1", "kept-2"}, "free": {"free-0", "free-1", "free-2"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := cache.NewSnapshot(pods, nodes)
+			s, err := newSim(t.Context(), snapshotHandle{snapshot: snap}, tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := func(ni fwk.NodeInfo) []string {
+				var out []string
+				for _, pi := range ni.GetPods() {
+					out = append(out, pi.GetPod().Name)
+				}
+				slices.Sort(out)
+				return out
+			}
+			for n, want := range tc.want {
+				if got := names(s.nodes[n]); !slices.Equal(got, want) {
+					t.Errorf("node %s in the plan holds %v, want %v", n, got, want)
+				}
+				if got := s.nodes[n].GetRequested().GetScalarResources()[builder.GPUResource]; got != int64(len(want)) {
+					t.Errorf("node %s in the plan has %d GPUs requested, want %d", n, got, len(want))
+				}
+				orig, _ := snap.NodeInfos().Get(n)
+				if got := len(orig.GetPods()); got != 3 {
+					t.Errorf("the scheduler's snapshot of node %s holds %d pods, want 3", n, got)
+				}
+			}
+		})
+	}
+}
