@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"cardinal.dev/cardinal/pkg/contenders"
 	"cardinal.dev/cardinal/pkg/controlplane"
@@ -148,6 +149,10 @@ func printRun(r result) {
 	if pr := r.Preempt; pr != nil {
 		fmt.Printf("%4s%d/%d gangs bound, %.2f gangs/s, arrival to min bound p50 %.0f ms p99 %.0f ms, %d evictions (%.1f per gang), %d low-priority gangs left below min\n",
 			"", pr.GangsBound, pr.Gangs, pr.GangsPerSecond, pr.P50, pr.P99, pr.Evictions, pr.EvictionsPerGang, pr.PartialVictimGang)
+	}
+	if rr := r.Reclaim; rr != nil {
+		fmt.Printf("%4sB at its share (%d of %d cards) after %s, settled after %s, %d evictions (%d beyond the share), %d back and forth, A holds %d, B holds %d, %d partial gangs\n",
+			"", rr.Share, rr.Cards, rr.ToShare.Round(time.Millisecond), rr.Settled.Round(time.Millisecond), rr.Evictions, rr.Beyond, rr.BackAndForth, rr.HeldA, rr.HeldB, rr.PartialGangs)
 	}
 	if ir := r.Interleaved; ir != nil {
 		fmt.Printf("%4s%d of %d gangs that fit ran (%d gangs), %.1f whole gangs/min, arrival to min bound p50 %.0f ms p99 %.0f ms, %d stuck, %d partial\n",

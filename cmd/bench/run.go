@@ -61,6 +61,8 @@ type result struct {
 	FirstBind time.Duration
 	// Interleaved is what the interleaved workload measured, nil for others.
 	Interleaved *interleavedResult
+	// Reclaim is what the reclaim storm measured, nil for others.
+	Reclaim *reclaimResult
 	// SchedulerCPU and ControlPlaneCPU are the CPU milliseconds the
 	// scheduler, and etcd with kube-apiserver, used per bound pod while it
 	// ran: on a shared 2-core machine where all three compete, what a
@@ -111,6 +113,13 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 			return res, err
 		}
 	}
+	var stormed *storm
+	if w.Reclaim {
+		stormed = newStorm(w)
+		if _, err := pods.AddEventHandler(stormed.handler()); err != nil {
+			return res, err
+		}
+	}
 	stop := make(chan struct{})
 	defer close(stop)
 	factory.Start(stop)
@@ -149,6 +158,17 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 			res.Pods += g.Pods
 		}
 	}
+	if w.Reclaim {
+		if res.Reclaim, err = runStorm(ctx, cp, w, stormed, w.Timeout); err != nil {
+			return res, err
+		}
+		arriving, _ := w.stormPods()
+		for _, p := range arriving {
+			if !fillerOf(p) {
+				res.Pods++
+			}
+		}
+	}
 	// Until every pod is bound, or a contended run stops binding; a run
 	// that reaches neither within the timeout is reported as it stands.
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, false, func(context.Context) (bool, error) {
@@ -156,7 +176,7 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 			return false, fmt.Errorf("%s exited: %w (log %s)", s.Name, err, sched.LogPath)
 		}
 		n, last := binds.count()
-		return w.Interleaved || n == res.Pods || (w.Contended && n > 0 && time.Since(last) > quiet), nil
+		return w.Interleaved || w.Reclaim || n == res.Pods || (w.Contended && n > 0 && time.Since(last) > quiet), nil
 	})
 	if err != nil && !wait.Interrupted(err) {
 		return res, err
@@ -175,6 +195,9 @@ func runOne(ctx context.Context, root string, w workload, s scheduler, profileDi
 		printRequests(before, after)
 	}
 	res.PartialGangs = binds.partialGangs(w.GangSize)
+	if res.Reclaim != nil {
+		res.PartialGangs = res.Reclaim.PartialGangs
+	}
 	if w.CardName != "" && len(w.Models) > 1 {
 		fill := float64(binds.onModel(w.modelOf, w.Models[0])) / float64(w.firstModelRoom())
 		res.FirstModelFill = &fill
@@ -257,6 +280,10 @@ func create(ctx context.Context, cp *controlplane.ControlPlane, w workload) erro
 	}
 	if err := parallel(jobs); err != nil {
 		return err
+	}
+	if w.Reclaim {
+		// B's pods arrive once the scheduler runs (runStorm).
+		return createHolders(ctx, kube, pgs, w)
 	}
 	if w.Preempt {
 		// The high-priority pods arrive once the scheduler runs (arrive).

@@ -45,6 +45,10 @@ type workload struct {
 	// but have not run within Timeout are stuck.
 	Interleaved bool
 	Timeout     time.Duration
+	// Reclaim is the reclaim storm (reclaim.go): queue A holds every card,
+	// queue B arrives for its share. Gangs and Pods are unused; Timeout
+	// bounds the wait for the storm to settle.
+	Reclaim bool
 	// Peer tells whether scheduler-plugins' scheduler can be compared on it
 	// (it has no card-model quota).
 	Peer bool
@@ -97,6 +101,8 @@ func workloads(mode string) []workload {
 	out = append(out, jobs(false), jobs(true))
 	out = append(out, workload{Name: "interleaved", About: "gangs of 2-16 pods of 1-2 GPUs arrive over 30 s in random order asking for twice the GPUs, run 10 s once whole; one in 20 can never fit",
 		Nodes: scale(200, 64), GPUs: 8, Models: models[:1], Queues: 1, Interleaved: true, Timeout: time.Duration(scale(5, 2)) * time.Minute, Peer: true})
+	out = append(out, workload{Name: "reclaim-storm", About: "queue A holds every card with preemptible single pods and elastic gangs; queue B, of equal weight, asks for as many one-card pods and gangs of 8",
+		Nodes: scale(500, 125), GPUs: 8, Models: models[:1], Queues: 2, Reclaim: true, CardinalOnly: true, Timeout: time.Duration(scale(5, 3)) * time.Minute})
 	out = append(out, workload{Name: "preemption", About: "nodes full of low-priority elastic gangs and single pods; high-priority gangs of 8 one-card pods arrive",
 		Nodes: nodes, GPUs: 8, Models: models[:1], Queues: 1, Gangs: scale(50, 20), GangSize: 8, PodGPUs: 1, Preempt: true})
 	cards := func(q int) workload {
