@@ -159,8 +159,7 @@ func (p *Plugin) terminatingFor(pre state.Preemptor) string {
 // status: every node is tried then). A pod affinity unmet is not for
 // good here: evicting the pods it counts may clear it.
 func (p *Plugin) reachOf(pod *corev1.Pod, statuses fwk.NodeToStatusReader, nodes fwk.NodeInfoLister) (*reach, error) {
-	r := &reach{key: shapeKey(pod), going: p.state.Evicting,
-		claimed: func(node string) bool { return len(p.state.ClaimsOn(node)) > 0 }}
+	r := &reach{key: shapeKey(pod), leaving: p.state.Leaving}
 	if p.state.Settings().CardRoomFirst {
 		r.cards = p.state.IsCardResource
 	}

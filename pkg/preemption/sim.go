@@ -44,16 +44,16 @@ type need struct {
 //     (state.Settings.CardRoomFirst), a node without the cards a member
 //     asks for left, or without room for one more pod, is refused by
 //     arithmetic before the Filter plugins run. nil: not known to.
-//   - going: the pods being evicted for other preemptors (State.Evicting),
-//     on the nodes where room is kept (claimed): a plan takes their room
-//     as the nominated members it is kept for, whom the Filter plugins
-//     count there, and not as theirs too.
+//   - leaving: pods whose room is, or is about to be, free
+//     (State.Leaving), which the snapshot may still hold on their nodes:
+//     a plan leaves them out, or it counts the room of a victim of another
+//     preemption both as the victim's and as the nominated member's it is
+//     kept for, and evicts a second pod for a one-card preemptor.
 type reach struct {
 	key     string
 	skip    map[string]bool
 	cards   func(corev1.ResourceName) bool
-	claimed func(node string) bool
-	going   func(types.UID) bool
+	leaving func() []state.Leaving
 }
 
 // membersOf reads the preemptor's missing pods once for every placement a
@@ -100,6 +100,16 @@ type sim struct {
 	// victims are the PodInfos of the pods the plan removed, as the
 	// snapshot holds them (their requests computed once), to give back.
 	victims map[types.UID]fwk.PodInfo
+	// charged are the pods left out as leaving that their queues are
+	// still charged for: each shape's cycle state gives their charge back,
+	// as the preemptors' nominated members they make room for are charged.
+	charged []placedInfo
+}
+
+// placedInfo is a pod's PodInfo and the node it is on.
+type placedInfo struct {
+	info fwk.PodInfo
+	node string
 }
 
 // prefilterer runs the PreFilter plugins for a pod: kube-scheduler's
@@ -117,20 +127,24 @@ func newSim(ctx context.Context, h fwk.Handle, r *reach) (*sim, error) {
 	for _, ni := range infos {
 		s.nodes[ni.Node().Name] = ni
 	}
-	if r.claimed == nil || r.going == nil {
+	if r.leaving == nil {
 		return s, nil
 	}
-	for name, ni := range s.nodes {
-		if !r.claimed(name) {
+	for _, l := range r.leaving() {
+		ni := s.nodes[l.Node]
+		if ni == nil {
 			continue
 		}
 		for _, pi := range ni.GetPods() {
-			if r.going(pi.GetPod().UID) {
-				// No shape exists yet: the queue books keep its charge, as
-				// the state does until it is gone (SPEC §3.7).
-				if err := s.node(name).RemovePod(klog.FromContext(ctx), pi.GetPod()); err != nil {
+			if pi.GetPod().UID == l.UID {
+				// No shape exists yet: shapeOf gives its charge back.
+				if err := s.node(l.Node).RemovePod(klog.FromContext(ctx), pi.GetPod()); err != nil {
 					return nil, err
 				}
+				if l.Charged {
+					s.charged = append(s.charged, placedInfo{pi, l.Node})
+				}
+				break
 			}
 		}
 	}
@@ -341,6 +355,11 @@ func (s *sim) shapeOf(pod *corev1.Pod, key string, byKey map[string]*shape) (*sh
 	res, st, _ := pf.RunPreFilterPlugins(s.ctx, cs, pod)
 	if !st.IsSuccess() {
 		return nil, fmt.Errorf("pod %s cannot be placed whatever is evicted: %s", pod.Name, st.Message())
+	}
+	for _, c := range s.charged {
+		if st := s.h.RunPreFilterExtensionRemovePod(s.ctx, cs, pod, c.info, s.nodes[c.node]); !st.IsSuccess() {
+			return nil, st.AsError()
+		}
 	}
 	sh := &shape{cs: cs, pod: pod}
 	if key == s.reach.key {

@@ -247,11 +247,10 @@ type snapshotHandle struct {
 
 func (h snapshotHandle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
 
-// TestNewSimLeavesOutGoing: on a node where room is kept, a pod being
-// evicted for another preemptor is not in the plan's copy of the node,
-// whose nominated members the Filter plugins count instead; elsewhere,
-// and in the scheduler's own snapshot, every pod stays.
-func TestNewSimLeavesOutGoing(t *testing.T) {
+// TestNewSimLeavesOutLeaving: a pod whose room is, or is about to be,
+// free (State.Leaving) is not in the plan's copy of its node; the
+// scheduler's own snapshot keeps every pod.
+func TestNewSimLeavesOutLeaving(t *testing.T) {
 	var pods []*corev1.Pod
 	var nodes []*corev1.Node
 	for _, n := range []string{"kept", "free"} {
@@ -262,15 +261,15 @@ func TestNewSimLeavesOutGoing(t *testing.T) {
 			pods = append(pods, p)
 		}
 	}
-	going := map[types.UID]bool{"kept-0": true, "kept-2": true, "free-1": true}
+	leaving := func(ls ...state.Leaving) func() []state.Leaving { return func() []state.Leaving { return ls } }
 	tests := []struct {
 		name string
 		r    *reach
 		want map[string][]string
 	}{
-		{"going pods on claimed nodes leave", &reach{claimed: func(n string) bool { return n == "kept" }, going: func(u types.UID) bool { return going[u] }},
+		{"leaving pods leave the plan's copy of their node", &reach{leaving: leaving(state.Leaving{UID: "kept-0", Node: "kept", Charged: true}, state.Leaving{UID: "kept-2", Node: "kept"})},
 			map[string][]string{"kept": {"kept-1"}, "free": {"free-0", "free-1", "free-2"}}},
-		{"no claims anywhere", &reach{claimed: func(string) bool { return false }, going: func(u types.UID) bool { return going[u] }},
+		{"a pod the snapshot holds elsewhere, or no longer, is not looked for there", &reach{leaving: leaving(state.Leaving{UID: "free-1", Node: "kept", Charged: true}, state.Leaving{UID: "gone", Node: "free"}, state.Leaving{UID: "x", Node: "no-such-node"})},
 			map[string][]string{"kept": {"kept-0", "kept-1", "kept-2"}, "free": {"free-0", "free-1", "free-2"}}},
 		{"not known", &reach{},
 			map[string][]string{"kept": {"kept-0", "kept-1", "kept-2"}, "free": {"free-0", "free-1", "free-2"}}},
@@ -281,6 +280,15 @@ func TestNewSimLeavesOutGoing(t *testing.T) {
 			s, err := newSim(t.Context(), snapshotHandle{snapshot: snap}, tc.r)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Only a pod left out that is still charged has its charge
+			// given back in each shape (shapeOf).
+			wantCharged := 0
+			if tc.r.leaving != nil && len(tc.want["kept"]) == 1 {
+				wantCharged = 1
+			}
+			if len(s.charged) != wantCharged || wantCharged == 1 && (s.charged[0].info.GetPod().Name != "kept-0" || s.charged[0].node != "kept") {
+				t.Errorf("charged pods left out: %v, want kept-0 on kept", s.charged)
 			}
 			names := func(ni fwk.NodeInfo) []string {
 				var out []string

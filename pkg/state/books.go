@@ -45,6 +45,8 @@ type books struct {
 	// (EvictedByScheduler): after a restart, the victims of reclaims this
 	// process no longer remembers (InFlight).
 	evicted map[types.UID]*podEntry
+	// left are the placed pods lately gone, oldest first (leaving.go).
+	left []Leaving
 
 	// cardResources are resources some node carries as cards beyond the well-known ones.
 	cardResources map[corev1.ResourceName]bool

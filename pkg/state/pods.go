@@ -255,6 +255,7 @@ func (s *State) removePodLocked(uid types.UID) {
 	s.preemptions.claimDone(uid)
 	delete(s.preemptions.unnominated, uid)
 	if e.placed() {
+		s.leftLocked(e)
 		s.books.podsOn.remove(e.node, e.pod.UID)
 		if g := s.books.gangs[e.Gang]; g != nil {
 			s.removePlacedLocked(g, e)
