@@ -119,7 +119,10 @@ func (s *State) TryStart(pod *corev1.Pod) (Start, *fwk.Status) {
 		return Start{}, refusal.Status(fwk.UnschedulableAndUnresolvable, backingOff(k, g.backoffUntil, g.lastFailure))
 	}
 	start := Start{Gang: k, Elastic: len(g.placed) >= g.min()}
-	blocker := s.blockerLocked(g, start.Elastic, now)
+	var blocker refusal.Refusal
+	if start.Elastic || !s.roomMadeLocked(g, e) {
+		blocker = s.blockerLocked(g, start.Elastic, now)
+	}
 	g.waits = blocker
 	if blocker != nil {
 		s.waits.park(k, pod, start.Elastic)
@@ -175,6 +178,27 @@ func (s *State) blockerLocked(g *gangEntry, elastic bool, now time.Time) refusal
 		}
 	}
 	return nil
+}
+
+// roomMadeLocked tells whether the room a preemption made for gang g is
+// free and kept for every member its min still misses, in the queue e is
+// in. Placing those members takes no room anyone else may use (KeptFrom),
+// so they need not wait for another gang being placed: a reclaim storm's
+// gangs are otherwise placed one at a time while the room made for them
+// stands idle, and the room of those still waiting when it expires goes to
+// others (SPEC §5.8).
+func (s *State) roomMadeLocked(g *gangEntry, e *podEntry) bool {
+	pr := s.preemptions.of(PreemptorKeyFor(g.key, e.pod))
+	if pr == nil || pr.victims.Len() > 0 || pr.queue != e.Queue {
+		return false
+	}
+	kept := 0
+	for _, c := range pr.claims {
+		if c.Queue == pr.queue {
+			kept++
+		}
+	}
+	return kept >= g.min()-len(g.placed)
 }
 
 // blocksElasticLocked: a gang that needs its min keeps other gangs' elastic
