@@ -114,16 +114,6 @@ func (s *State) PreemptionUnderWay(pod *corev1.Pod) bool {
 	return s.preemptions.underWay[s.PreemptorKeyOf(pod)] != nil
 }
 
-// Evicting tells whether pod is a victim of a preemption under way: its
-// room is kept for the preemptor's members, whom kube-scheduler counts
-// on the node as nominated pods while the victim terminates.
-func (s *State) Evicting(pod types.UID) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	_, ok := s.preemptions.victimOf[pod]
-	return ok
-}
-
 // PlacedIn lists the placed pods of queues, possible victims of
 // preemption, in O(their placed pods). Each is seen with the
 // preemptibility it was booked with (SPEC §3.7) and its rank in its gang.
