@@ -151,8 +151,8 @@ func printRun(r result) {
 			"", pr.GangsBound, pr.Gangs, pr.GangsPerSecond, pr.P50, pr.P99, pr.Evictions, pr.EvictionsPerGang, pr.PartialVictimGang)
 	}
 	if rr := r.Reclaim; rr != nil {
-		fmt.Printf("%4sB at its share (%d of %d cards) after %s, settled after %s, %d evictions (%d beyond the share), %d back and forth, A holds %d, B holds %d, %d partial gangs\n",
-			"", rr.Share, rr.Cards, rr.ToShare.Round(time.Millisecond), rr.Settled.Round(time.Millisecond), rr.Evictions, rr.Beyond, rr.BackAndForth, rr.HeldA, rr.HeldB, rr.PartialGangs)
+		fmt.Printf("%4sB at its share (%d of %d cards) after %s, settled after %s, %d reclaimed (%d beyond the share), %d evicted within A, %d back and forth, A holds %d, B holds %d, %d partial gangs\n",
+			"", rr.Share, rr.Cards, rr.ToShare.Round(time.Millisecond), rr.Settled.Round(time.Millisecond), rr.Reclaimed, rr.Beyond, rr.WithinA, rr.BackAndForth, rr.HeldA, rr.HeldB, rr.PartialGangs)
 	}
 	if ir := r.Interleaved; ir != nil {
 		fmt.Printf("%4s%d of %d gangs that fit ran (%d gangs), %.1f whole gangs/min, arrival to min bound p50 %.0f ms p99 %.0f ms, %d stuck, %d partial\n",

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,11 +48,12 @@ type reclaimResult struct {
 	ToShare time.Duration
 	// Settled is from B's first pod to the last bind or eviction.
 	Settled time.Duration
-	// Evictions of A's pods, and how many of them were beyond what B's
-	// share needed.
-	Evictions, Beyond int
+	// Reclaimed are A's pods evicted for B, and Beyond how many of them
+	// B's share did not need; WithinA are A's pods evicted for A's own
+	// waiting pods (a gang's min before elastic pods, SPEC §5.4).
+	Reclaimed, Beyond, WithinA int
 	// BackAndForth counts capacity taken back: B's pods evicted, and A's
-	// arriving pods placed once B had started reclaiming.
+	// waiting pods placed beyond the room A's own evictions made.
 	BackAndForth int
 	// HeldA and HeldB are the cards each queue's bound pods held at the end.
 	HeldA, HeldB int
@@ -76,8 +78,9 @@ type storm struct {
 	min     map[string]int
 	atShare time.Time
 	last    time.Time
-	evictA  int
-	back    int
+	// reclaimed and withinA count A's pods evicted for B and for A;
+	// evictedB B's pods evicted; placedA A's waiting pods placed.
+	reclaimed, withinA, evictedB, placedA int
 }
 
 func newStorm(w workload) *storm {
@@ -113,7 +116,7 @@ func (s *storm) handler() cache.ResourceEventHandler {
 		}
 		s.last = time.Now()
 		if sp.waiting {
-			s.back++
+			s.placedA++
 		}
 		if s.atShare.IsZero() && s.held[queueName(1)] >= s.share {
 			s.atShare = s.last
@@ -137,10 +140,13 @@ func (s *storm) handler() cache.ResourceEventHandler {
 		s.held[sp.queue]--
 		s.gangs[sp.gang]--
 		s.last = time.Now()
-		if sp.queue == queueName(0) {
-			s.evictA++
-		} else {
-			s.back++
+		switch {
+		case sp.queue != queueName(0):
+			s.evictedB++
+		case reclaimed(p):
+			s.reclaimed++
+		default:
+			s.withinA++
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -166,8 +172,8 @@ func (s *storm) settled() bool {
 func (s *storm) result(cards int) *reclaimResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := &reclaimResult{Cards: cards, Share: s.share, Evictions: s.evictA, BackAndForth: s.back,
-		HeldA: s.held[queueName(0)], HeldB: s.held[queueName(1)]}
+	r := &reclaimResult{Cards: cards, Share: s.share, Reclaimed: s.reclaimed, WithinA: s.withinA,
+		BackAndForth: s.evictedB + max(0, s.placedA-s.withinA), HeldA: s.held[queueName(0)], HeldB: s.held[queueName(1)]}
 	if !s.atShare.IsZero() {
 		r.ToShare = s.atShare.Sub(s.started)
 	}
@@ -175,13 +181,24 @@ func (s *storm) result(cards int) *reclaimResult {
 		r.Settled = s.last.Sub(s.started)
 	}
 	// A held every card; it deserves cards - share of them.
-	r.Beyond = max(0, s.evictA-s.share)
+	r.Beyond = max(0, s.reclaimed-s.share)
 	for g, n := range s.gangs {
 		if g != "" && n > 0 && n < s.min[g] {
 			r.PartialGangs++
 		}
 	}
 	return r
+}
+
+// reclaimed tells whether a pod was evicted for another queue: its
+// DisruptionTarget condition says so (SPEC §5.7).
+func reclaimed(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && strings.HasPrefix(c.Message, "reclaimed by ") {
+			return true
+		}
+	}
+	return false
 }
 
 // stormPodOf is a one-card pod of the storm, preemptible by priority (0,

@@ -49,6 +49,7 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 	if err := renderPreemption(&b, results); err != nil {
 		return "", err
 	}
+	renderReclaim(&b, results)
 
 	b.WriteString("\n## Cardinal's plugins, p99 per call (ms)\n\nFrom `scheduler_plugin_execution_duration_seconds`, which kube-scheduler samples (about one cycle in ten).\n\n")
 	points := map[string]bool{}
@@ -140,6 +141,11 @@ func render(mode, root string, results []result, plugins []pluginBench) (string,
 		}
 		fmt.Fprintf(&b, "- interleaved: Cardinal left **%d partial** and **%d stuck** gangs (target 0 and 0)\n", c.Interleaved.Partial, c.Interleaved.Stuck)
 	}
+	if r, ok := byKey["reclaim-storm/cardinal"]; ok && r.Reclaim != nil {
+		rr := r.Reclaim
+		fmt.Fprintf(&b, "- reclaim storm (%d cards): B at its share after **%.1f s** (target ≤ 60; 0: not reached), **%d** reclaimed beyond the share, **%d** back and forth, **%d** partial gangs (targets 0)\n",
+			rr.Cards, rr.ToShare.Seconds(), rr.Beyond, rr.BackAndForth, rr.PartialGangs)
+	}
 	ratio("Filter+Reserve p99, 1000 queues / 10 queues", p99At[1000], p99At[10], "≤ 1.2")
 	return b.String(), nil
 }
@@ -164,6 +170,34 @@ func renderInterleaved(b *strings.Builder, results []result) {
 	for _, r := range rows {
 		ir := r.Interleaved
 		fmt.Fprintf(b, "| %s | %d | %d | %d | %.1f | %.0f | %.0f | %d | %d | %.2f |\n", r.Scheduler, ir.Gangs, ir.Fit, ir.Ran, ir.PerMinute, ir.WaitP50, ir.WaitP99, ir.Partial, ir.Stuck, r.SchedulerCPU)
+	}
+}
+
+// renderReclaim writes the reclaim storm's numbers.
+func renderReclaim(b *strings.Builder, results []result) {
+	var rows []result
+	for _, r := range results {
+		if r.Reclaim != nil {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\n## Reclaim storm\n\n")
+	b.WriteString("Queue A holds every card before the scheduler starts, all of it borrowed: on half the nodes 8 single pods, on the other half an elastic gang of 8 with min 4, every pod preemptible. ")
+	b.WriteString("Once the scheduler is ready, queue B, of the same weight, asks for as many cards as the cluster has (half in single pods, half in gangs of 8 with min 8), and A for a quarter more. Each deserves half. ")
+	b.WriteString("Time is from B's first pod created to B holding its share. Reclaimed are A's pods evicted for B, beyond the share those B's share did not need; within A, A's elastic pods evicted for A's own waiting pods (a min before elastic pods, SPEC §5.4). ")
+	b.WriteString("Back and forth counts B's pods evicted and A's waiting pods placed beyond the room A's own evictions made. The default profile has no queues and would not reclaim between pods of one priority.\n\n")
+	b.WriteString("| scheduler | cards | B's share | time to share | settled after | reclaimed | beyond the share | evicted within A | back and forth | A holds | B holds | partial gangs | scheduler CPU ms/pod |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		rr := r.Reclaim
+		to := "not reached"
+		if rr.ToShare > 0 {
+			to = fmt.Sprintf("%.1f s", rr.ToShare.Seconds())
+		}
+		fmt.Fprintf(b, "| %s | %d | %d | %s | %.1f s | %d | %d | %d | %d | %d | %d | %d | %.2f |\n", r.Scheduler, rr.Cards, rr.Share, to, rr.Settled.Seconds(),
+			rr.Reclaimed, rr.Beyond, rr.WithinA, rr.BackAndForth, rr.HeldA, rr.HeldB, rr.PartialGangs, r.SchedulerCPU)
 	}
 }
 
